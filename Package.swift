@@ -1,0 +1,81 @@
+// swift-tools-version: 6.0
+//
+// Target graph (DESIGN.md §3): everything pam_securotp.so links — CPAM, COpenSSL, CSQLite,
+// SecurOTPCore, SecurOTPStore, SecurOTPAuth — is Foundation-free and concurrency-free and is
+// compiled with `pamSafe`. The CLI and the QR renderer may use more; the module never links them.
+import PackageDescription
+
+let pamSafe: [SwiftSetting] = [
+    .unsafeFlags([
+        "-Xfrontend", "-disable-implicit-concurrency-module-import",
+        "-Xfrontend", "-disable-implicit-string-processing-module-import",
+    ]),
+]
+
+let versionScript = Context.packageDirectory + "/pam/pam_securotp/exports.map"
+
+let package = Package(
+    name: "securotp",
+    platforms: [.macOS(.v13)],
+    products: [
+        // File name: libpam_securotp.so; `make install` copies it to .../security/pam_securotp.so.
+        .library(name: "pam_securotp", type: .dynamic, targets: ["PAMModule"]),
+        .executable(name: "securotp", targets: ["securotp"]),
+        .executable(name: "pam-check", targets: ["PAMCheck"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // C shims: real Linux-PAM / OpenSSL / SQLite headers, non-variadic wrappers.
+        .target(name: "CPAM", linkerSettings: [.linkedLibrary("pam")]),
+        .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("crypto")]),
+        .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+
+        // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
+        .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
+        // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs.
+        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "CSQLite"], swiftSettings: pamSafe),
+        // The PAM module's logic: options, conversation, groups, verify-and-record.
+        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM"], swiftSettings: pamSafe),
+        // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.
+        .target(name: "SecurOTPQR"),
+
+        // The .so: only the @_cdecl entry points. Swift runtime linked statically, exports
+        // limited to pam_sm_* by the version script (DESIGN.md §3).
+        .target(
+            name: "PAMModule",
+            dependencies: ["SecurOTPAuth"],
+            path: "pam/pam_securotp",
+            exclude: ["exports.map"],
+            swiftSettings: pamSafe,
+            linkerSettings: [
+                .unsafeFlags([
+                    "-static-stdlib",
+                    "-Xlinker", "--version-script=\(versionScript)",
+                    "-Xlinker", "-z", "-Xlinker", "nodelete",
+                    "-Xlinker", "-z", "-Xlinker", "now",
+                    "-Xlinker", "-z", "-Xlinker", "relro",
+                    "-Xlinker", "--gc-sections",
+                ]),
+            ]
+        ),
+
+        .executableTarget(
+            name: "securotp",
+            dependencies: [
+                "SecurOTPStore", "SecurOTPQR",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // Test driver: runs one PAM conversation through the real libpam with a private
+        // service directory (pam_start_confdir) and prints the outcome.
+        .executableTarget(name: "PAMCheck", path: "Tests/PAMCheck", linkerSettings: [.linkedLibrary("pam")]),
+
+        .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore"], resources: []),
+        .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPStore"]),
+        .testTarget(name: "SecurOTPQRTests", dependencies: ["SecurOTPQR"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["SecurOTPCore"]),
+    ]
+)

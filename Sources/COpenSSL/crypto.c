@@ -1,0 +1,140 @@
+#define OPENSSL_SUPPRESS_DEPRECATED 1 /* the low-level API is deliberate, see COpenSSL.h */
+#include "COpenSSL.h"
+#include <openssl/aes.h>
+#include <openssl/crypto.h>
+#include <openssl/modes.h>
+#include <openssl/sha.h>
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+
+typedef union {
+    SHA_CTX sha1;
+    SHA256_CTX sha256;
+    SHA512_CTX sha512;
+} digest_ctx;
+
+typedef struct {
+    size_t block_size, output_size;
+    int (*init)(void *);
+    int (*update)(void *, const void *, size_t);
+    int (*final)(unsigned char *, void *);
+} digest_kind;
+
+static int sha1_init(void *c) { return SHA1_Init(c); }
+static int sha1_update(void *c, const void *d, size_t n) { return SHA1_Update(c, d, n); }
+static int sha1_final(unsigned char *o, void *c) { return SHA1_Final(o, c); }
+static int sha256_init(void *c) { return SHA256_Init(c); }
+static int sha256_update(void *c, const void *d, size_t n) { return SHA256_Update(c, d, n); }
+static int sha256_final(unsigned char *o, void *c) { return SHA256_Final(o, c); }
+static int sha512_init(void *c) { return SHA512_Init(c); }
+static int sha512_update(void *c, const void *d, size_t n) { return SHA512_Update(c, d, n); }
+static int sha512_final(unsigned char *o, void *c) { return SHA512_Final(o, c); }
+
+static const digest_kind kinds[] = {
+    [SECUROTP_SHA1] = {64, 20, sha1_init, sha1_update, sha1_final},
+    [SECUROTP_SHA256] = {64, 32, sha256_init, sha256_update, sha256_final},
+    [SECUROTP_SHA512] = {128, 64, sha512_init, sha512_update, sha512_final},
+};
+
+size_t securotp_hmac(int algorithm, const uint8_t *key, size_t key_len,
+                     const uint8_t *message, size_t message_len, uint8_t *out) {
+    if (algorithm < SECUROTP_SHA1 || algorithm > SECUROTP_SHA512) return 0;
+    const digest_kind *k = &kinds[algorithm];
+    digest_ctx ctx;
+    uint8_t block[128] = {0}, pad[128], inner[64];
+
+    /* Keys longer than a block are hashed first (RFC 2104 §2). */
+    if (key_len > k->block_size) {
+        k->init(&ctx);
+        k->update(&ctx, key, key_len);
+        k->final(block, &ctx);
+    } else if (key_len > 0) {
+        memcpy(block, key, key_len);
+    }
+    for (size_t i = 0; i < k->block_size; i++) pad[i] = block[i] ^ 0x36;
+    k->init(&ctx);
+    k->update(&ctx, pad, k->block_size);
+    k->update(&ctx, message, message_len);
+    k->final(inner, &ctx);
+    for (size_t i = 0; i < k->block_size; i++) pad[i] = block[i] ^ 0x5c;
+    k->init(&ctx);
+    k->update(&ctx, pad, k->block_size);
+    k->update(&ctx, inner, k->output_size);
+    k->final(out, &ctx);
+
+    OPENSSL_cleanse(&ctx, sizeof ctx);
+    OPENSSL_cleanse(block, sizeof block);
+    OPENSSL_cleanse(pad, sizeof pad);
+    OPENSSL_cleanse(inner, sizeof inner);
+    return k->output_size;
+}
+
+static GCM128_CONTEXT *gcm_start(AES_KEY *schedule, const uint8_t key[32], const uint8_t nonce[12],
+                                 const uint8_t *aad, size_t aad_len) {
+    if (AES_set_encrypt_key(key, 256, schedule) != 0) return NULL;
+    GCM128_CONTEXT *gcm = CRYPTO_gcm128_new(schedule, (block128_f)AES_encrypt);
+    if (gcm == NULL) return NULL;
+    CRYPTO_gcm128_setiv(gcm, nonce, 12);
+    if (aad_len > 0 && CRYPTO_gcm128_aad(gcm, aad, aad_len) != 0) {
+        CRYPTO_gcm128_release(gcm);
+        return NULL;
+    }
+    return gcm;
+}
+
+int securotp_aes256gcm_seal(const uint8_t key[32], const uint8_t nonce[12],
+                            const uint8_t *aad, size_t aad_len,
+                            const uint8_t *plaintext, size_t length,
+                            uint8_t *ciphertext, uint8_t tag[16]) {
+    AES_KEY schedule;
+    int ok = 0;
+    GCM128_CONTEXT *gcm = gcm_start(&schedule, key, nonce, aad, aad_len);
+    if (gcm != NULL) {
+        if (CRYPTO_gcm128_encrypt(gcm, plaintext, ciphertext, length) == 0) {
+            CRYPTO_gcm128_tag(gcm, tag, 16);
+            ok = 1;
+        }
+        CRYPTO_gcm128_release(gcm); /* release cleanses the context */
+    }
+    OPENSSL_cleanse(&schedule, sizeof schedule);
+    return ok;
+}
+
+int securotp_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12],
+                            const uint8_t *aad, size_t aad_len,
+                            const uint8_t *ciphertext, size_t length,
+                            const uint8_t tag[16], uint8_t *plaintext) {
+    AES_KEY schedule;
+    int ok = 0;
+    GCM128_CONTEXT *gcm = gcm_start(&schedule, key, nonce, aad, aad_len);
+    if (gcm != NULL) {
+        /* finish() compares the tag in constant time and returns 0 when it matches. */
+        if (CRYPTO_gcm128_decrypt(gcm, ciphertext, plaintext, length) == 0 &&
+            CRYPTO_gcm128_finish(gcm, tag, 16) == 0)
+            ok = 1;
+        CRYPTO_gcm128_release(gcm);
+    }
+    OPENSSL_cleanse(&schedule, sizeof schedule);
+    if (!ok && length > 0) OPENSSL_cleanse(plaintext, length);
+    return ok;
+}
+
+void securotp_cleanse(void *buffer, size_t length) { OPENSSL_cleanse(buffer, length); }
+
+int securotp_equal(const void *a, const void *b, size_t length) {
+    return CRYPTO_memcmp(a, b, length) == 0;
+}
+
+int securotp_random(uint8_t *buffer, size_t length) {
+    size_t done = 0;
+    while (done < length) {
+        ssize_t n = getrandom(buffer + done, length - done, 0);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return 0;
+        }
+        done += (size_t)n;
+    }
+    return 1;
+}

@@ -1,0 +1,78 @@
+/* pam-check: one authentication through the real libpam, for integration tests and the demo.
+ *
+ *   pam-check [--confdir DIR] SERVICE USER [RESPONSE...]
+ *
+ * Loads SERVICE from DIR (pam_start_confdir, Linux-PAM >= 1.5.2) so tests need no /etc/pam.d
+ * changes. Each echo-off or echo-on prompt is answered with the next RESPONSE (a prompt beyond
+ * the given responses fails the conversation). Environment:
+ *   PAM_CHECK_AUTHTOK=X   set PAM_AUTHTOK to X before authenticating (use_first_pass tests)
+ *   PAM_CHECK_SILENT=1    pass PAM_SILENT
+ * Prints one line per conversation message ("prompt: ...", "info: ...", "error: ..."), then
+ * "authtok: X" if the stack left a PAM_AUTHTOK, then "result: NAME". Exit status is the PAM code.
+ */
+#include <security/pam_appl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct answers {
+    char **responses;
+    int count, next;
+};
+
+static int converse(int n, const struct pam_message **msg, struct pam_response **resp, void *data) {
+    struct answers *answers = data;
+    struct pam_response *out = calloc((size_t)n, sizeof *out);
+    if (out == NULL) return PAM_BUF_ERR;
+    for (int i = 0; i < n; i++) {
+        switch (msg[i]->msg_style) {
+        case PAM_PROMPT_ECHO_OFF:
+        case PAM_PROMPT_ECHO_ON:
+            printf("prompt%s: %s\n", msg[i]->msg_style == PAM_PROMPT_ECHO_OFF ? "" : "-echo", msg[i]->msg);
+            if (answers->next >= answers->count) {
+                free(out);
+                return PAM_CONV_ERR;
+            }
+            out[i].resp = strdup(answers->responses[answers->next++]);
+            break;
+        case PAM_TEXT_INFO: printf("info: %s\n", msg[i]->msg); break;
+        case PAM_ERROR_MSG: printf("error: %s\n", msg[i]->msg); break;
+        default: free(out); return PAM_CONV_ERR;
+        }
+    }
+    fflush(stdout);
+    *resp = out;
+    return PAM_SUCCESS;
+}
+
+int main(int argc, char **argv) {
+    const char *confdir = NULL;
+    int first = 1;
+    if (argc > 2 && strcmp(argv[1], "--confdir") == 0) {
+        confdir = argv[2];
+        first = 3;
+    }
+    if (argc - first < 2) {
+        fprintf(stderr, "usage: pam-check [--confdir DIR] SERVICE USER [RESPONSE...]\n");
+        return 64;
+    }
+    struct answers answers = {argv + first + 2, argc - first - 2, 0};
+    struct pam_conv conv = {converse, &answers};
+    pam_handle_t *pamh = NULL;
+    int rc = pam_start_confdir(argv[first], argv[first + 1], &conv, confdir, &pamh);
+    if (rc != PAM_SUCCESS) {
+        printf("result: pam_start failed: %s\n", pam_strerror(NULL, rc));
+        return rc;
+    }
+    const char *authtok = getenv("PAM_CHECK_AUTHTOK");
+    if (authtok != NULL) pam_set_item(pamh, PAM_AUTHTOK, authtok);
+    const char *silent = getenv("PAM_CHECK_SILENT");
+    rc = pam_authenticate(pamh, silent != NULL && strcmp(silent, "1") == 0 ? PAM_SILENT : 0);
+    const void *item = NULL;
+    if (pam_get_item(pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item != NULL)
+        printf("authtok: %s\n", (const char *)item);
+    printf("result: %s\n", pam_strerror(pamh, rc));
+    fflush(stdout);
+    pam_end(pamh, rc);
+    return rc;
+}
