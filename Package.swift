@@ -52,6 +52,7 @@ let package = Package(
             linkerSettings: [
                 .unsafeFlags([
                     "-static-stdlib",
+                    "-use-ld=lld",
                     "-Xlinker", "--version-script=\(versionScript)",
                     "-Xlinker", "-z", "-Xlinker", "nodelete",
                     "-Xlinker", "-z", "-Xlinker", "now",

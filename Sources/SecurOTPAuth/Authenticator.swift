@@ -1,0 +1,147 @@
+import CPAM
+import Glibc
+import SecurOTPCore
+import SecurOTPStore
+
+/// pam_sm_authenticate for pam_securotp.so. Deny by default: every path that is not an
+/// accepted code ends in a failure code and a syslog line; the only ways out without a code
+/// are the opt-in PAM_IGNORE of `nullok` and `groups=`, which never grant access by themselves.
+public enum Authenticator {
+    static let forwardPassPrompt = "Password & verification code: "
+    /// Codes are 6–8 digits; forward_pass adds a password. Anything longer is not a passcode.
+    static let maxInput = 1024
+
+    public static func authenticate(handle: OpaquePointer, flags: Int32, arguments: [String]) -> Int32 {
+        let settings: Settings
+        do {
+            settings = try Settings.fromModuleArguments(arguments)
+        } catch {
+            securotp_pam_syslog(handle, LOG_ERR, "configuration error: \(error.message)")
+            return PAM_SERVICE_ERR
+        }
+        let session = PAMSession(handle: handle, silent: flags & Int32(bitPattern: UInt32(PAM_SILENT)) != 0, debug: settings.debug)
+
+        let (userCode, userName) = session.user()
+        guard let user = userName else {
+            session.log(LOG_ERR, "cannot determine the user name: \(String(cString: pam_strerror(handle, userCode)))")
+            return userCode == PAM_CONV_AGAIN ? PAM_INCOMPLETE : userCode
+        }
+        let validName = (try? Store.validate(user: user)) != nil
+        let shownUser = validName ? user : "(invalid user name)"
+
+        if !settings.groups.isEmpty, validName, let groups = UnixGroups.names(of: user), !settings.groups.covers(groups: groups) {
+            session.debugLog("user \(user) is outside groups=; not asking for a code")
+            return PAM_IGNORE
+        }
+
+        let store: Store
+        do {
+            store = try Store.open(settings.paths)
+        } catch {
+            session.log(LOG_ERR, "token store unavailable, denying \(shownUser): \(error.message)")
+            return PAM_AUTHINFO_UNAVAIL
+        }
+
+        if settings.nullok {
+            do {
+                if try !store.hasActiveTokens(user: user) {
+                    session.debugLog("user \(shownUser) has no token; nullok: ignoring")
+                    return PAM_IGNORE
+                }
+            } catch {
+                session.log(LOG_ERR, "token store error, denying \(shownUser): \(error.message)")
+                return PAM_AUTHINFO_UNAVAIL
+            }
+        }
+
+        var policy = Verification(session: session, store: store, settings: settings, user: user, shownUser: shownUser)
+
+        if settings.useFirstPass || settings.tryFirstPass, let previous = session.item(PAM_AUTHTOK) {
+            let bytes = UnsafeRawPointer(previous).assumingMemoryBound(to: UInt8.self)
+            let result = policy.check(UnsafeBufferPointer<UInt8>(start: bytes, count: strlen(previous)))
+            if result == PAM_SUCCESS || settings.useFirstPass || result == PAM_AUTHINFO_UNAVAIL { return result }
+        } else if settings.useFirstPass {
+            session.log(LOG_NOTICE, "use_first_pass: no earlier password for \(shownUser); denying")
+            return PAM_AUTH_ERR
+        }
+
+        let prompt = settings.forwardPass && settings.prompt == Settings().prompt ? forwardPassPrompt : settings.prompt
+        let (conversationCode, response) = session.askSecret(prompt)
+        guard let response else {
+            session.log(LOG_ERR, "conversation failed for \(shownUser): \(String(cString: pam_strerror(handle, conversationCode)))")
+            return conversationCode
+        }
+        defer { securotp_pam_free_response(response) }
+        let length = strlen(response)
+        let input = UnsafeMutableBufferPointer(start: UnsafeMutableRawPointer(response).assumingMemoryBound(to: UInt8.self), count: length)
+        let result = policy.check(UnsafeBufferPointer(input))
+        if settings.forwardPass { forwardPassword(session, input: input, codeDigits: policy.matchedDigits ?? 6) }
+        return result
+    }
+
+    /// Hands the password part of "password+code" on as PAM_AUTHTOK for the next module —
+    /// also after a wrong code, so the rest of the stack behaves the same either way.
+    private static func forwardPassword(_ session: PAMSession, input: UnsafeMutableBufferPointer<UInt8>, codeDigits: Int) {
+        let split = max(0, input.count - codeDigits)
+        guard let base = input.baseAddress else { return }
+        let saved = split < input.count ? base[split] : 0
+        if split < input.count { base[split] = 0 } // input is our own copy of the answer
+        let code = base.withMemoryRebound(to: CChar.self, capacity: split + 1) { session.setItem(PAM_AUTHTOK, $0) }
+        if split < input.count { base[split] = saved }
+        if code != PAM_SUCCESS { session.log(LOG_ERR, "forward_pass: cannot set PAM_AUTHTOK") }
+    }
+}
+
+/// One user's verification against the store, turned into a PAM code and syslog lines.
+/// Never logs the code, the password or the seed.
+struct Verification {
+    let session: PAMSession
+    let store: Store
+    let settings: Settings
+    let user: String
+    let shownUser: String
+    private(set) var matchedDigits: Int?
+
+    init(session: PAMSession, store: Store, settings: Settings, user: String, shownUser: String) {
+        self.session = session
+        self.store = store
+        self.settings = settings
+        self.user = user
+        self.shownUser = shownUser
+    }
+
+    mutating func check(_ input: UnsafeBufferPointer<UInt8>) -> Int32 {
+        guard input.count <= Authenticator.maxInput else {
+            session.log(LOG_NOTICE, "rejected an over-long answer for \(shownUser)")
+            return PAM_AUTH_ERR
+        }
+        let now = Int64(time(nil))
+        let result: VerifyResult
+        do {
+            result = try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now)
+        } catch {
+            session.log(LOG_ERR, "token store error, denying \(shownUser): \(error.message)")
+            return PAM_AUTHINFO_UNAVAIL
+        }
+        switch result.outcome {
+        case .accepted(let serial, let digits):
+            matchedDigits = digits
+            session.log(LOG_INFO, "accepted code for \(shownUser) (token \(serial))")
+            return PAM_SUCCESS
+        case .locked:
+            session.log(LOG_NOTICE, "\(shownUser) is locked after repeated failures; code not checked (lift with: securotp unlock \(shownUser))")
+            return PAM_AUTH_ERR
+        case .replayed(let serial):
+            session.log(LOG_WARNING, "refused a replayed code for \(shownUser) (token \(serial)); \(result.failures) consecutive failures")
+            session.tell("That code was already used. Wait for the next one.")
+        case .rejected:
+            let reason = result.userHasTokens ? "wrong code" : "no active token"
+            session.log(LOG_NOTICE, "rejected code for \(shownUser) (\(reason)); \(result.failures) consecutive failures")
+        }
+        if result.lockedNow {
+            let until = settings.policy.unlockTime > 0 ? "for \(settings.policy.unlockTime) s" : "until securotp unlock \(shownUser)"
+            session.log(LOG_WARNING, "locked \(shownUser) after \(result.failures) consecutive failures, \(until)")
+        }
+        return PAM_AUTH_ERR
+    }
+}

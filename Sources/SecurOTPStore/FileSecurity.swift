@@ -1,0 +1,128 @@
+import Glibc
+
+/// Paranoid file handling for everything that holds secrets or policy: absolute paths, no
+/// symlinks, owned by root (or the user running securotp), not writable — and for secrets not
+/// readable — by anyone else. Every refusal names the file and the fix.
+public enum FileSecurity {
+    public enum Sensitivity {
+        /// Database and key file: owner-only (mode 0600 or stricter).
+        case secret
+        /// Configuration: may be world-readable, never group/world-writable.
+        case policy
+    }
+
+    /// Checks an existing file (or directory) and returns its size.
+    @discardableResult
+    public static func check(_ path: String, _ sensitivity: Sensitivity, isDirectory: Bool = false) throws(StoreError) -> Int {
+        guard path.hasPrefix("/") else {
+            throw StoreError(.invalidInput, "\(path): use an absolute path")
+        }
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { throw StoreError(.missing, "\(path) does not exist") }
+            throw StoreError(.system, "\(path): \(String(cString: strerror(errno)))")
+        }
+        let type = info.st_mode & S_IFMT
+        if type == S_IFLNK { throw StoreError(.permissions, "\(path) is a symbolic link; point securotp at the real file") }
+        if isDirectory, type != S_IFDIR { throw StoreError(.invalidInput, "\(path) is not a directory") }
+        if !isDirectory, type != S_IFREG { throw StoreError(.invalidInput, "\(path) is not a regular file") }
+        try checkOwner(path, info)
+        let mode = info.st_mode & 0o777
+        let forbidden: mode_t = switch (sensitivity, isDirectory) {
+        case (_, true): 0o022          // nobody else may add, remove or rename files in it
+        case (.secret, false): 0o077
+        case (.policy, false): 0o022
+        }
+        if mode & forbidden != 0 {
+            let fix = isDirectory ? "chmod go-w \(path)" : (sensitivity == .secret ? "chmod 600 \(path)" : "chmod go-w \(path)")
+            let what = sensitivity == .secret && !isDirectory ? "readable or writable" : "writable"
+            throw StoreError(.permissions, "\(path) is \(what) by other users (mode \(octal(mode))); fix: \(fix)")
+        }
+        return Int(info.st_size)
+    }
+
+    /// Reads a whole small file after the checks above, through one descriptor opened with
+    /// O_NOFOLLOW so the checked file is the read file.
+    public static func read(_ path: String, _ sensitivity: Sensitivity, maxSize: Int) throws(StoreError) -> [UInt8] {
+        try check(path, sensitivity)
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw StoreError(.system, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StoreError(.system, "cannot stat \(path)") }
+        try checkOwner(path, info)
+        guard Int(info.st_size) <= maxSize else { throw StoreError(.invalidInput, "\(path) is larger than \(maxSize) bytes") }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress.map { $0 + done }, $0.count - done) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw StoreError(.system, "cannot read \(path)") }
+            done += n
+        }
+        return bytes
+    }
+
+    /// Writes a new owner-only file atomically: temp file, fsync, rename, fsync the directory.
+    /// Refuses to replace an existing file unless `replace` is set.
+    public static func writeSecret(_ path: String, bytes: UnsafeBufferPointer<UInt8>, replace: Bool) throws(StoreError) {
+        if !replace, access(path, F_OK) == 0 { throw StoreError(.invalidInput, "\(path) already exists; refusing to overwrite it") }
+        let temporary = path + ".tmp"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError(.system, "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        var done = 0
+        while done < bytes.count {
+            let n = write(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else {
+                close(fd)
+                unlink(temporary)
+                throw StoreError(.system, "cannot write \(temporary): \(String(cString: strerror(errno)))")
+            }
+            done += n
+        }
+        let synced = fsync(fd) == 0
+        close(fd)
+        guard synced, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw StoreError(.system, "cannot write \(path): \(String(cString: strerror(errno)))")
+        }
+        syncDirectory(of: path)
+    }
+
+    /// Creates a directory owned by the caller with mode 0700 (or checks an existing one).
+    public static func makePrivateDirectory(_ path: String) throws(StoreError) {
+        if mkdir(path, 0o700) != 0, errno != EEXIST {
+            throw StoreError(.system, "cannot create directory \(path): \(String(cString: strerror(errno)))")
+        }
+        try check(path, .secret, isDirectory: true)
+    }
+
+    static func syncDirectory(of path: String) {
+        guard let slash = path.lastIndex(of: "/") else { return }
+        let directory = slash == path.startIndex ? "/" : String(path[..<slash])
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 {
+            fsync(fd)
+            close(fd)
+        }
+    }
+
+    private static func checkOwner(_ path: String, _ info: stat) throws(StoreError) {
+        let me = geteuid()
+        guard info.st_uid == 0 || info.st_uid == me else {
+            throw StoreError(.permissions, "\(path) is owned by uid \(info.st_uid), not root; fix: chown root: \(path)")
+        }
+    }
+
+    static func octal(_ mode: mode_t) -> String {
+        var digits = ""
+        var value = mode
+        repeat {
+            digits = String(value % 8) + digits
+            value /= 8
+        } while value > 0
+        return "0" + digits
+    }
+}

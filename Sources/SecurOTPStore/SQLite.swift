@@ -1,0 +1,128 @@
+import CSQLite
+
+/// A thin wrapper over the system libsqlite3: one connection, prepared statements, and
+/// `BEGIN IMMEDIATE` transactions for read-validate-write (DESIGN.md §5).
+public final class SQLiteDatabase {
+    private let handle: OpaquePointer
+    public let path: String
+
+    public init(path: String, create: Bool) throws(StoreError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX
+        let rc = sqlite3_open_v2(path, &db, flags, nil)
+        guard rc == SQLITE_OK, let db else {
+            let reason = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw StoreError(.database, "cannot open database \(path): \(reason)")
+        }
+        handle = db
+        self.path = path
+        sqlite3_busy_timeout(db, 10_000)
+        sqlite3_extended_result_codes(db, 1)
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    public func execute(_ sql: String) throws(StoreError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(handle, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let reason = message.map { String(cString: $0) } ?? errorMessage
+            sqlite3_free(message)
+            throw StoreError(.database, "database \(path): \(reason)")
+        }
+    }
+
+    public func prepare(_ sql: String) throws(StoreError) -> Statement {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw StoreError(.database, "database \(path): \(errorMessage)")
+        }
+        return Statement(statement, database: self)
+    }
+
+    /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken before anything is
+    /// read, so two logins racing with one code serialise here and the second sees the first's
+    /// update. Rolls back when `body` throws.
+    public func immediateTransaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    var errorMessage: String { String(cString: sqlite3_errmsg(handle)) }
+
+    /// A prepared statement; parameters are 1-based, columns 0-based.
+    public final class Statement {
+        private let statement: OpaquePointer
+        private let database: SQLiteDatabase
+
+        fileprivate init(_ statement: OpaquePointer, database: SQLiteDatabase) {
+            self.statement = statement
+            self.database = database
+        }
+
+        deinit { sqlite3_finalize(statement) }
+
+        @discardableResult
+        public func bind(_ values: SQLiteValue...) throws(StoreError) -> Statement {
+            sqlite3_reset(statement)
+            sqlite3_clear_bindings(statement)
+            for (offset, value) in values.enumerated() {
+                let index = Int32(offset + 1)
+                let rc: Int32
+                switch value {
+                case .integer(let number): rc = sqlite3_bind_int64(statement, index, number)
+                case .text(let text): rc = securotp_sqlite_bind_text(statement, index, text, -1)
+                case .blob(let bytes):
+                    rc = bytes.withUnsafeBytes { securotp_sqlite_bind_blob(statement, index, $0.baseAddress, Int32($0.count)) }
+                case .null: rc = sqlite3_bind_null(statement, index)
+                }
+                guard rc == SQLITE_OK else { throw StoreError(.database, "database \(database.path): \(database.errorMessage)") }
+            }
+            return self
+        }
+
+        /// Steps once: true when a row is available.
+        public func step() throws(StoreError) -> Bool {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: return true
+            case SQLITE_DONE: return false
+            default: throw StoreError(.database, "database \(database.path): \(database.errorMessage)")
+            }
+        }
+
+        /// Runs a statement that returns no rows.
+        public func run() throws(StoreError) {
+            while try step() {}
+        }
+
+        public func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+        public func text(_ column: Int32) -> String {
+            guard let raw = sqlite3_column_text(statement, column) else { return "" }
+            return String(cString: raw)
+        }
+
+        public func blob(_ column: Int32) -> [UInt8] {
+            let count = Int(sqlite3_column_bytes(statement, column))
+            guard count > 0, let raw = sqlite3_column_blob(statement, column) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: raw, count: count))
+        }
+    }
+}
+
+public enum SQLiteValue {
+    case integer(Int64)
+    case text(String)
+    case blob([UInt8])
+    case null
+}

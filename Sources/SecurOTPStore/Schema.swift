@@ -1,0 +1,55 @@
+/// Schema versions, kept in SQLite's `user_version`. Each migration moves the database one
+/// version up inside one transaction; a database newer than this build is refused.
+enum Schema {
+    static let migrations: [String] = [
+        // 1: users (failure counter and lock) and tokens (sealed seeds, exactly-once state).
+        """
+        CREATE TABLE users (
+            name TEXT PRIMARY KEY NOT NULL,
+            failures INTEGER NOT NULL DEFAULT 0,
+            locked_until INTEGER NOT NULL DEFAULT 0,
+            last_failure INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE TABLE tokens (
+            serial TEXT PRIMARY KEY NOT NULL,
+            user TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            algorithm TEXT NOT NULL,
+            digits INTEGER NOT NULL,
+            period INTEGER NOT NULL,
+            counter INTEGER NOT NULL DEFAULT 0,
+            last_step INTEGER NOT NULL DEFAULT -1,
+            sealed_seed BLOB NOT NULL,
+            nickname TEXT NOT NULL DEFAULT '',
+            issuer TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'active',
+            created INTEGER NOT NULL,
+            last_used INTEGER NOT NULL DEFAULT 0
+        );
+        CREATE INDEX tokens_by_user ON tokens(user);
+        """,
+    ]
+
+    static var currentVersion: Int64 { Int64(migrations.count) }
+
+    static func migrate(_ db: SQLiteDatabase) throws(StoreError) {
+        let version = try userVersion(db)
+        guard version <= currentVersion else {
+            throw StoreError(.corrupt, "database \(db.path) has schema version \(version), newer than this securotp (\(currentVersion)); upgrade securotp")
+        }
+        guard version < currentVersion else { return }
+        try db.immediateTransaction { () throws(StoreError) in
+            // Re-read under the write lock: another process may have migrated meanwhile.
+            let locked = try userVersion(db)
+            for index in Int(locked)..<migrations.count {
+                try db.execute(migrations[index])
+                try db.execute("PRAGMA user_version = \(index + 1)")
+            }
+        }
+    }
+
+    static func userVersion(_ db: SQLiteDatabase) throws(StoreError) -> Int64 {
+        let statement = try db.prepare("PRAGMA user_version")
+        return try statement.step() ? statement.integer(0) : 0
+    }
+}

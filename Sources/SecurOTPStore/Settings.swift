@@ -1,0 +1,199 @@
+import Glibc
+
+/// Every setting of the PAM module and the CLI, read from `securotp.conf` (`key = value`,
+/// `#` comments) and overridden by module arguments (`key=value` or a bare flag). One setter
+/// serves both, so a key means the same everywhere; unknown keys and bad values are errors
+/// that name the file and line (DESIGN.md §6).
+public struct Settings: Sendable, Equatable {
+    public var paths = StorePaths()
+    public var policy = VerifyPolicy()
+    public var prompt = "Verification code: "
+    public var nullok = false
+    public var groups = GroupRule()
+    public var tryFirstPass = false
+    public var useFirstPass = false
+    public var forwardPass = false
+    public var debug = false
+    public var maxTokens = 10
+
+    public init() {}
+
+    /// Where one setting came from, for error messages.
+    public enum Origin: Sendable {
+        case file(path: String, line: Int)
+        case argument
+
+        func describe(_ key: String) -> String {
+            switch self {
+            case .file(let path, let line): "\(path):\(line): \(key)"
+            case .argument: "module argument \(key)"
+            }
+        }
+    }
+
+    /// Keys only module arguments (or the CLI's flags) may set: they choose the files.
+    static let locationKeys: Set<String> = ["conf", "state_dir"]
+
+    public mutating func apply(key: String, value: String?, origin: Origin) throws(StoreError) {
+        func fail(_ expectation: String) -> StoreError {
+            StoreError(.config, "\(origin.describe(key)): \(expectation) (got \"\(value ?? "")\")")
+        }
+        func integer(_ range: ClosedRange<Int>) throws(StoreError) -> Int {
+            guard let value, let number = Int(value), range.contains(number) else {
+                throw fail("expected a whole number \(range.lowerBound)–\(range.upperBound)")
+            }
+            return number
+        }
+        func flag() throws(StoreError) -> Bool {
+            guard let value else { return true } // bare module argument: `nullok`
+            switch value.lowercased() {
+            case "yes", "true", "on", "1": return true
+            case "no", "false", "off", "0": return false
+            default: throw fail("expected yes or no")
+            }
+        }
+        func path() throws(StoreError) -> String {
+            guard let value, value.hasPrefix("/") else { throw fail("expected an absolute path") }
+            return value
+        }
+
+        switch key {
+        case "database": paths.database = try path()
+        case "key_file": paths.keyFile = try path()
+        case "prompt":
+            guard let value, !value.isEmpty, value.utf8.count <= 200 else { throw fail("expected 1–200 characters") }
+            prompt = value
+        case "window": policy.window = try integer(0...10)
+        case "hotp_lookahead": policy.hotpLookahead = try integer(0...100)
+        case "deny": policy.deny = try integer(0...1000)
+        case "unlock_time": policy.unlockTime = Int64(try integer(0...31_536_000))
+        case "nullok": nullok = try flag()
+        case "groups":
+            guard let value, let rule = GroupRule(parsing: value) else { throw fail("expected group names separated by commas, ! to exclude") }
+            groups = rule
+        case "try_first_pass": tryFirstPass = try flag()
+        case "use_first_pass": useFirstPass = try flag()
+        case "forward_pass": forwardPass = try flag()
+        case "debug": debug = try flag()
+        case "max_tokens": maxTokens = try integer(1...100)
+        default:
+            throw StoreError(.config, "\(origin.describe(key)): unknown setting; see securotp.conf(5) or docs/configuration.md")
+        }
+    }
+
+    /// Reads a configuration file's text. A missing file at the default location is fine
+    /// (defaults apply); a named file that is missing is an error.
+    public mutating func apply(fileText: String, path: String) throws(StoreError) {
+        var lineNumber = 0
+        for rawLine in fileText.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = rawLine.trimmingSpaces
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw StoreError(.config, "\(path):\(lineNumber): expected key = value")
+            }
+            let key = line[..<equals].trimmingSpaces
+            let value = line[line.index(after: equals)...].trimmingSpaces
+            if Self.locationKeys.contains(key) {
+                throw StoreError(.config, "\(path):\(lineNumber): \(key) can only be given as a module argument or command-line option")
+            }
+            try apply(key: key, value: value, origin: .file(path: path, line: lineNumber))
+        }
+    }
+
+    /// Loads the configuration file (`paths.config`), checking its owner and mode.
+    public mutating func load(configRequired: Bool) throws(StoreError) {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileSecurity.read(paths.config, .policy, maxSize: 64 * 1024)
+        } catch where error.code == .missing && !configRequired {
+            return
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw StoreError(.config, "\(paths.config): not UTF-8 text")
+        }
+        try apply(fileText: text, path: paths.config)
+    }
+
+    /// Module arguments: `conf=` and `state_dir=` choose the files, the file is read, then the
+    /// other arguments override it.
+    public static func fromModuleArguments(_ arguments: [String]) throws(StoreError) -> Settings {
+        var settings = Settings()
+        var configRequired = false
+        var overrides: [(String, String?)] = []
+        for argument in arguments {
+            let key: String
+            let value: String?
+            if let equals = argument.firstIndex(of: "=") {
+                key = String(argument[..<equals])
+                value = String(argument[argument.index(after: equals)...])
+            } else {
+                key = argument
+                value = nil
+            }
+            switch key {
+            case "state_dir":
+                guard let value, value.hasPrefix("/") else { throw StoreError(.config, "module argument state_dir: expected an absolute path") }
+                let config = settings.paths.config
+                settings.paths = StorePaths(stateDirectory: value)
+                if configRequired { settings.paths.config = config }
+            case "conf":
+                guard let value, value.hasPrefix("/") else { throw StoreError(.config, "module argument conf: expected an absolute path") }
+                settings.paths.config = value
+                configRequired = true
+            default:
+                overrides.append((key, value))
+            }
+        }
+        try settings.load(configRequired: configRequired)
+        for (key, value) in overrides { try settings.apply(key: key, value: value, origin: .argument) }
+        if settings.useFirstPass && settings.forwardPass {
+            throw StoreError(.config, "module arguments use_first_pass and forward_pass exclude each other")
+        }
+        return settings
+    }
+}
+
+/// `groups=wheel,admins,!contractors`: a user in an excluded group, or in none of the included
+/// groups (when any are listed), is outside the rule. Patterns may use shell wildcards.
+public struct GroupRule: Sendable, Equatable {
+    public var include: [String] = []
+    public var exclude: [String] = []
+
+    public init() {}
+
+    public init?(parsing text: String) {
+        for item in text.split(separator: ",") {
+            let name = item.trimmingSpaces
+            if name.hasPrefix("!") {
+                let excluded = String(name.dropFirst())
+                guard !excluded.isEmpty else { return nil }
+                exclude.append(excluded)
+            } else {
+                guard !name.isEmpty else { return nil }
+                include.append(name)
+            }
+        }
+        if include.isEmpty && exclude.isEmpty { return nil }
+    }
+
+    public var isEmpty: Bool { include.isEmpty && exclude.isEmpty }
+
+    public func covers(groups: [String]) -> Bool {
+        func matches(_ pattern: String) -> Bool { groups.contains { fnmatch(pattern, $0, 0) == 0 } }
+        if exclude.contains(where: matches) { return false }
+        return include.isEmpty || include.contains(where: matches)
+    }
+}
+
+extension StringProtocol {
+    var trimmingSpaces: String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { $0 != " " && $0 != "\t" && $0 != "\r" }),
+              let last = scalars.lastIndex(where: { $0 != " " && $0 != "\t" && $0 != "\r" })
+        else { return "" }
+        var out = String.UnicodeScalarView()
+        out.append(contentsOf: scalars[first...last])
+        return String(out)
+    }
+}

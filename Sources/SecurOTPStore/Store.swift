@@ -1,0 +1,219 @@
+import Glibc
+import SecurOTPCore
+
+/// The local token store: SQLite for rows, the key file for sealing. Opened per use; every
+/// read-validate-write happens in one BEGIN IMMEDIATE transaction.
+public final class Store {
+    public let paths: StorePaths
+    let db: SQLiteDatabase
+    let keys: KeyFile
+
+    init(paths: StorePaths, db: SQLiteDatabase, keys: KeyFile) {
+        self.paths = paths
+        self.db = db
+        self.keys = keys
+    }
+
+    /// Opens an existing store, refusing files that others can read or write.
+    /// With `create`, makes the directories, key file and database first (admin commands).
+    public static func open(_ paths: StorePaths, create: Bool = false) throws(StoreError) -> Store {
+        if create { try prepareForCreation(paths) }
+        do {
+            try FileSecurity.check(StorePaths.directory(of: paths.database), .secret, isDirectory: true)
+            try FileSecurity.check(paths.database, .secret)
+        } catch where error.code == .missing {
+            throw StoreError(.missing, "\(error.message); create it by enrolling a token: securotp enroll USER")
+        }
+        let keys = try KeyFile.load(paths.keyFile)
+        let db = try SQLiteDatabase(path: paths.database, create: false)
+        // WAL + synchronous=FULL: a COMMIT is on disk (fsync of the WAL) before it returns,
+        // so an accepted code is recorded before PAM_SUCCESS leaves the module.
+        try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+        try Schema.migrate(db)
+        return Store(paths: paths, db: db, keys: keys)
+    }
+
+    private static func prepareForCreation(_ paths: StorePaths) throws(StoreError) {
+        umask(0o077)
+        if let directory = paths.stateDirectory { try FileSecurity.makePrivateDirectory(directory) }
+        for directory in [StorePaths.directory(of: paths.database), StorePaths.directory(of: paths.keyFile)] {
+            try makeDirectories(directory)
+        }
+        if access(paths.keyFile, F_OK) != 0 {
+            if access(paths.database, F_OK) == 0 {
+                throw StoreError(.missing, "\(paths.keyFile) is missing but \(paths.database) exists; its seeds cannot be opened without the key — restore the key file from backup")
+            }
+            _ = try KeyFile.create(paths.keyFile)
+        }
+        if access(paths.database, F_OK) != 0 {
+            let db = try SQLiteDatabase(path: paths.database, create: true)
+            try db.execute("PRAGMA journal_mode = WAL")
+            try Schema.migrate(db)
+        }
+    }
+
+    /// mkdir -p with mode 0700 for new directories; existing ones are only checked.
+    private static func makeDirectories(_ path: String) throws(StoreError) {
+        var prefix = ""
+        for component in path.split(separator: "/") {
+            prefix += "/" + component
+            if access(prefix, F_OK) != 0, mkdir(prefix, 0o700) != 0, errno != EEXIST {
+                throw StoreError(.system, "cannot create directory \(prefix): \(String(cString: strerror(errno)))")
+            }
+        }
+        try FileSecurity.check(path, .policy, isDirectory: true)
+    }
+
+    // MARK: tokens
+
+    static let tokenColumns = "serial, user, kind, algorithm, digits, period, counter, last_step, nickname, issuer, state, created, last_used"
+
+    static func token(from row: SQLiteDatabase.Statement) -> TokenRecord? {
+        guard let kind = OATHKind(rawValue: row.text(2)), let algorithm = HashAlgorithm(name: row.text(3)) else { return nil }
+        return TokenRecord(
+            serial: row.text(0), user: row.text(1),
+            parameters: OATHParameters(kind: kind, algorithm: algorithm, digits: Int(row.integer(4)),
+                                       period: Int(row.integer(5)), counter: UInt64(bitPattern: row.integer(6))),
+            lastStep: row.integer(7), nickname: row.text(8), issuer: row.text(9), state: row.text(10),
+            created: row.integer(11), lastUsed: row.integer(12))
+    }
+
+    /// Tokens of one user, or of everyone when `user` is nil, oldest first.
+    public func tokens(user: String? = nil) throws(StoreError) -> [TokenRecord] {
+        let statement: SQLiteDatabase.Statement
+        if let user {
+            statement = try db.prepare("SELECT \(Self.tokenColumns) FROM tokens WHERE user = ? ORDER BY created, serial")
+            try statement.bind(.text(user))
+        } else {
+            statement = try db.prepare("SELECT \(Self.tokenColumns) FROM tokens ORDER BY user, created, serial")
+        }
+        var records: [TokenRecord] = []
+        while try statement.step() {
+            if let record = Self.token(from: statement) { records.append(record) }
+        }
+        return records
+    }
+
+    /// Adds a token with a fresh random serial; refuses more than `maxTokens` per user.
+    public func enroll(user: String, parameters: OATHParameters, seed: SecretBytes, nickname: String,
+                       issuer: String, maxTokens: Int, now: Int64) throws(StoreError) -> TokenRecord {
+        try Self.validate(user: user)
+        try Self.validate(nickname: nickname)
+        if let problem = parameters.problem { throw StoreError(.invalidInput, problem) }
+        return try db.immediateTransaction { () throws(StoreError) -> TokenRecord in
+            let count = try db.prepare("SELECT count(*) FROM tokens WHERE user = ?")
+            try count.bind(.text(user))
+            let existing = try count.step() ? Int(count.integer(0)) : 0
+            guard existing < maxTokens else {
+                throw StoreError(.limit, "\(user) already has \(existing) tokens (limit \(maxTokens)); delete one with: securotp delete \(user) SERIAL, or raise max_tokens in \(paths.config)")
+            }
+            let serial = try freshSerial()
+            let sealed = try SeedSealing.seal(seed, key: keys.dataKey, user: user, serial: serial)
+            try db.prepare("INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, nickname, issuer, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+                .bind(.text(serial), .text(user), .text(parameters.kind.rawValue), .text(parameters.algorithm.name),
+                      .integer(Int64(parameters.digits)), .integer(Int64(parameters.period)),
+                      .integer(Int64(bitPattern: parameters.counter)), .blob(sealed), .text(nickname), .text(issuer), .integer(now))
+                .run()
+            return TokenRecord(serial: serial, user: user, parameters: parameters, lastStep: -1, nickname: nickname,
+                               issuer: issuer, state: "active", created: now, lastUsed: 0)
+        }
+    }
+
+    /// 10 random decimal digits, not starting with 0, unique in this store.
+    private func freshSerial() throws(StoreError) -> String {
+        for _ in 0..<16 {
+            guard let random = SecretBytes.random(count: 8) else { throw StoreError(.system, "no randomness available") }
+            let value = random.withUnsafeBytes { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+            let serial = String(1_000_000_000 + value % 9_000_000_000)
+            let check = try db.prepare("SELECT 1 FROM tokens WHERE serial = ?")
+            try check.bind(.text(serial))
+            if try !check.step() { return serial }
+        }
+        throw StoreError(.system, "could not find a free serial number")
+    }
+
+    public func setNickname(user: String, serial: String, nickname: String) throws(StoreError) {
+        try Self.validate(nickname: nickname)
+        try db.prepare("UPDATE tokens SET nickname = ? WHERE user = ? AND serial = ?").bind(.text(nickname), .text(user), .text(serial)).run()
+        guard db.changes == 1 else { throw Self.noSuchToken(user: user, serial: serial) }
+    }
+
+    public func delete(user: String, serial: String) throws(StoreError) {
+        try db.prepare("DELETE FROM tokens WHERE user = ? AND serial = ?").bind(.text(user), .text(serial)).run()
+        guard db.changes == 1 else { throw Self.noSuchToken(user: user, serial: serial) }
+    }
+
+    /// Removes all of a user's tokens and their failure/lock state; returns how many tokens went.
+    public func reset(user: String) throws(StoreError) -> Int {
+        try db.immediateTransaction { () throws(StoreError) -> Int in
+            try db.prepare("DELETE FROM tokens WHERE user = ?").bind(.text(user)).run()
+            let removed = db.changes
+            try db.prepare("DELETE FROM users WHERE name = ?").bind(.text(user)).run()
+            return removed
+        }
+    }
+
+    /// The seed of one token, for the admin's own use (resync, tests); never used for display.
+    public func seed(of record: TokenRecord) throws(StoreError) -> SecretBytes {
+        let statement = try db.prepare("SELECT sealed_seed FROM tokens WHERE serial = ?")
+        try statement.bind(.text(record.serial))
+        guard try statement.step() else { throw Self.noSuchToken(user: record.user, serial: record.serial) }
+        guard let seed = SeedSealing.open(statement.blob(0), key: keys.dataKey, user: record.user, serial: record.serial) else {
+            throw StoreError(.corrupt, "sealed seed of token \(record.serial) does not open: it was altered, moved, or sealed under another key file")
+        }
+        return seed
+    }
+
+    static func noSuchToken(user: String, serial: String) -> StoreError {
+        StoreError(.notFound, "\(user) has no token with serial \(serial); see: securotp list \(user)")
+    }
+
+    // MARK: users
+
+    public func userState(_ user: String) throws(StoreError) -> UserState {
+        let statement = try db.prepare("SELECT failures, locked_until FROM users WHERE name = ?")
+        try statement.bind(.text(user))
+        guard try statement.step() else { return UserState(failures: 0, lockedUntil: 0) }
+        return UserState(failures: Int(statement.integer(0)), lockedUntil: statement.integer(1))
+    }
+
+    /// Clears the failure count and lock; returns whether the user was locked at `now`.
+    public func unlock(user: String, now: Int64) throws(StoreError) -> Bool {
+        let wasLocked = try userState(user).isLocked(at: now)
+        try db.prepare("DELETE FROM users WHERE name = ?").bind(.text(user)).run()
+        return wasLocked
+    }
+
+    /// Users with a lock in force at `now`.
+    public func lockedUsers(now: Int64) throws(StoreError) -> [String] {
+        let statement = try db.prepare("SELECT name FROM users WHERE locked_until > ? ORDER BY name")
+        try statement.bind(.integer(now))
+        var names: [String] = []
+        while try statement.step() { names.append(statement.text(0)) }
+        return names
+    }
+
+    public func bindingID(user: String) -> String { BindingID.derive(hostSecret: keys.hostSecret, user: user) }
+
+    // MARK: input rules
+
+    /// Unix user names as NSS hands them over: no empty names, separators or control characters.
+    public static func validate(user: String) throws(StoreError) {
+        let bytes = Array(user.utf8)
+        guard !bytes.isEmpty, bytes.count <= 256, bytes.first != UInt8(ascii: "-"),
+              !bytes.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") })
+        else { throw StoreError(.invalidInput, "\"\(user)\" is not a valid user name") }
+    }
+
+    public static func validate(nickname: String) throws(StoreError) {
+        guard nickname.count <= 32 else { throw StoreError(.invalidInput, "nickname is \(nickname.count) characters; at most 32 are allowed") }
+        guard !nickname.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw StoreError(.invalidInput, "nickname contains control characters")
+        }
+    }
+}
+
+extension Store {
+    public var schemaVersion: Int64 { (try? Schema.userVersion(db)) ?? 0 }
+    public static var supportedSchemaVersion: Int64 { Schema.currentVersion }
+}

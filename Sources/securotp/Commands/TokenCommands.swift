@@ -1,0 +1,88 @@
+import ArgumentParser
+import SecurOTPStore
+
+struct Nickname: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Name a token (at most 32 characters).",
+        discussion: "Example: securotp nickname alice 4821093375 \"work phone\""
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The token's owner.") var user: String
+    @Argument(help: "The token's serial (see securotp list).") var serial: String
+    @Argument(help: "The new nickname; \"\" clears it.") var name: String
+
+    func run() throws {
+        try CommandContext(global).openStore().setNickname(user: user, serial: serial, nickname: name)
+        print("Token \(serial) of \(user) is now called \"\(name)\".")
+    }
+}
+
+struct Delete: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete one token; its codes stop working at once.",
+        discussion: "Example: securotp delete alice 4821093375"
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The token's owner.") var user: String
+    @Argument(help: "The token's serial (see securotp list).") var serial: String
+
+    func run() throws {
+        try CommandContext(global).openStore().delete(user: user, serial: serial)
+        print("Deleted token \(serial) of \(user).")
+    }
+}
+
+struct Reset: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Delete all of a user's tokens and clear their failure count and lock.",
+        discussion: """
+        Without nullok in the PAM stack the user then cannot log in until a new token is
+        enrolled. Example: securotp reset alice
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The user to reset.") var user: String
+
+    func run() throws {
+        let removed = try CommandContext(global).openStore().reset(user: user)
+        print("Removed \(removed) token\(removed == 1 ? "" : "s") of \(user).")
+    }
+}
+
+struct Unlock: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Lift a lock caused by repeated wrong codes and reset the failure count.",
+        discussion: "Example: securotp unlock alice"
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The locked user.") var user: String
+
+    func run() throws {
+        let wasLocked = try CommandContext(global).openStore().unlock(user: user, now: CommandContext.now())
+        print(wasLocked ? "Unlocked \(user)." : "\(user) was not locked; failure count reset.")
+    }
+}
+
+struct BindingIDCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "binding-id",
+        abstract: "Print this host's binding ID for a user (24 hex characters).",
+        discussion: """
+        Token issuers bind provisioning files to this ID; it is stable for this host and user and
+        differs between users and hosts. Without USER, prints the ID for the invoking user.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The Unix user (default: the user running the command).") var user: String?
+
+    func run() throws {
+        let name = user ?? CommandContext.invokingUser()
+        try Store.validate(user: name)
+        print(try CommandContext(global).openStore(create: true).bindingID(user: name))
+    }
+}

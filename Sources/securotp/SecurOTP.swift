@@ -1,0 +1,86 @@
+import ArgumentParser
+import Glibc
+import SecurOTPStore
+
+/// `securotp`: the admin CLI. The root declares the command tree only; each subcommand lives
+/// in Commands/ and works against a `CommandContext` (store, settings, output).
+@main
+struct SecurOTP: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "securotp",
+        abstract: "Provision and manage second-factor tokens for pam_securotp.",
+        discussion: """
+        Runs as root against the local token store (/var/lib/securotp/securotp.db, key in
+        /etc/securotp/securotp.key, settings in /etc/securotp/securotp.conf). --state-dir DIR
+        (or SECUROTP_STATE_DIR) keeps all three in DIR instead, for tests and demos; the PAM
+        module takes the same directory as state_dir=DIR.
+
+        Typical first steps:
+          securotp enroll alice            # TOTP token, QR code for the phone
+          securotp doctor                  # check config, permissions and PAM stacks
+          securotp list alice
+        """,
+        subcommands: [Enroll.self, List.self, Nickname.self, Delete.self, Reset.self,
+                      BindingIDCommand.self, Unlock.self, Status.self, Doctor.self]
+    )
+
+    /// Store and config errors end as one line on stderr and a sysexits code, never a trace.
+    static func main() {
+        do {
+            var command = try parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            try command.run()
+        } catch let error as StoreError {
+            CommandContext.fail(error.message, exitCode: error.exitCode)
+        } catch let error as CLIError {
+            CommandContext.fail(error.message, exitCode: error.exitCode)
+        } catch {
+            exit(withError: error)
+        }
+    }
+}
+
+/// `securotp --state-dir DIR enroll alice` reads best with global options first, but
+/// ArgumentParser only gives them to the subcommand that declares them: move them after it.
+func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
+    let globalsWithValue: Set<String> = ["--state-dir", "--config"]
+    var globals: [String] = []
+    var index = 0
+    while index < arguments.count {
+        let argument = arguments[index]
+        let name = String(argument.prefix { $0 != "=" })
+        guard globalsWithValue.contains(name) else { break }
+        globals.append(argument)
+        if !argument.contains("="), index + 1 < arguments.count {
+            globals.append(arguments[index + 1])
+            index += 1
+        }
+        index += 1
+    }
+    guard !globals.isEmpty, index < arguments.count else { return arguments }
+    return [arguments[index]] + globals + arguments[(index + 1)...]
+}
+
+/// A failure the CLI reports as one line and a sysexits(3) code.
+struct CLIError: Error {
+    var message: String
+    var exitCode: Int32
+
+    static func usage(_ message: String) -> CLIError { CLIError(message: message, exitCode: 64) }
+}
+
+extension StoreError {
+    /// sysexits(3): scripts can tell bad input from a broken installation.
+    var exitCode: Int32 {
+        switch code {
+        case .invalidInput: 65   // EX_DATAERR
+        case .notFound: 67       // EX_NOUSER: no such token for that user
+        case .missing: 66        // EX_NOINPUT
+        case .corrupt: 65        // EX_DATAERR
+        case .database: 74       // EX_IOERR
+        case .system: 71         // EX_OSERR
+        case .limit: 73          // EX_CANTCREAT
+        case .permissions: 77    // EX_NOPERM
+        case .config: 78         // EX_CONFIG
+        }
+    }
+}

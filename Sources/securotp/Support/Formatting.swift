@@ -1,0 +1,62 @@
+import Glibc
+import SecurOTPStore
+
+enum Formatting {
+    /// "2026-11-22 14:03:07Z", or "never" for 0.
+    static func time(_ unix: Int64) -> String {
+        guard unix > 0 else { return "never" }
+        var seconds = time_t(unix)
+        var parts = tm()
+        guard gmtime_r(&seconds, &parts) != nil else { return String(unix) }
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday)) \(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec))Z"
+    }
+
+    /// ISO 8601 for JSON, or null.
+    static func isoTime(_ unix: Int64) -> JSONValue {
+        guard unix > 0 else { return .null }
+        return .string(time(unix).replacingOccurrences(of: " ", with: "T"))
+    }
+
+    /// Left-aligned columns separated by two spaces.
+    static func table(_ header: [String], _ rows: [[String]]) -> String {
+        var widths = header.map(\.count)
+        for row in rows {
+            for (index, cell) in row.enumerated() where index < widths.count { widths[index] = max(widths[index], cell.count) }
+        }
+        func line(_ cells: [String]) -> String {
+            var text = ""
+            for (index, cell) in cells.enumerated() {
+                let isLast = index == cells.count - 1
+                text += isLast ? cell : cell + String(repeating: " ", count: widths[index] - cell.count + 2)
+            }
+            return text
+        }
+        return ([line(header)] + rows.map(line)).joined(separator: "\n")
+    }
+
+    static func json(_ record: TokenRecord) -> JSONValue {
+        let p = record.parameters
+        return .object([
+            ("serial", .string(record.serial)),
+            ("user", .string(record.user)),
+            ("nickname", .string(record.nickname)),
+            ("kind", .string(p.kind.rawValue)),
+            ("algorithm", .string(p.algorithm.name)),
+            ("digits", .number(Int64(p.digits))),
+            ("period", p.kind == .totp ? .number(Int64(p.period)) : .null),
+            ("counter", p.kind == .hotp ? .number(Int64(bitPattern: p.counter)) : .null),
+            ("issuer", .string(record.issuer)),
+            ("state", .string(record.state)),
+            ("created", isoTime(record.created)),
+            ("last_used", isoTime(record.lastUsed)),
+            ("expires", .null),
+        ])
+    }
+}
+
+extension String {
+    func replacingOccurrences(of target: Character, with replacement: Character) -> String {
+        String(map { $0 == target ? replacement : $0 })
+    }
+}
