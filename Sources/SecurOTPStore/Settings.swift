@@ -106,8 +106,9 @@ public struct Settings: Sendable, Equatable {
         let bytes: [UInt8]
         do {
             bytes = try FileSecurity.read(paths.config, .policy, maxSize: 64 * 1024)
-        } catch where error.code == .missing && !configRequired {
-            return
+        } catch where error.code == .missing {
+            if !configRequired { return }
+            throw StoreError(.config, "configuration file \(paths.config) does not exist")
         }
         guard let text = String(validating: bytes, as: UTF8.self) else {
             throw StoreError(.config, "\(paths.config): not UTF-8 text")
