@@ -8,7 +8,7 @@ public final class SQLiteDatabase {
 
     public init(path: String, create: Bool) throws(StoreError) {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_FULLMUTEX
+        let flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
         guard rc == SQLITE_OK, let db else {
             let reason = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
@@ -22,6 +22,11 @@ public final class SQLiteDatabase {
     }
 
     deinit { sqlite3_close_v2(handle) }
+
+    /// See securotp_sqlite_keep_wal: one fsync per commit for short-lived connections.
+    public func keepWriteAheadLog() throws(StoreError) {
+        guard securotp_sqlite_keep_wal(handle) == SQLITE_OK else { throw StoreError(.database, "database \(path): \(errorMessage)") }
+    }
 
     public func execute(_ sql: String) throws(StoreError) {
         var message: UnsafeMutablePointer<CChar>?

@@ -29,6 +29,7 @@ public final class Store {
         // WAL + synchronous=FULL: a COMMIT is on disk (fsync of the WAL) before it returns,
         // so an accepted code is recorded before PAM_SUCCESS leaves the module.
         try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
+        try db.keepWriteAheadLog()
         try Schema.migrate(db)
         return Store(paths: paths, db: db, keys: keys)
     }

@@ -5,4 +5,9 @@
 /* SQLITE_TRANSIENT is a cast macro Swift cannot import: these bind with it. */
 int securotp_sqlite_bind_text(sqlite3_stmt *statement, int index, const char *text, int length);
 int securotp_sqlite_bind_blob(sqlite3_stmt *statement, int index, const void *bytes, int length);
+
+/* For connections that live for one login: keep the WAL file between connections and skip the
+   checkpoint on close, so a process pays one fsync per commit instead of re-creating,
+   syncing and checkpointing the WAL every time (sqlite3_db_config is variadic). */
+int securotp_sqlite_keep_wal(sqlite3 *db);
 #endif
