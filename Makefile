@@ -10,21 +10,25 @@ all: build
 
 build:
 	scripts/install-deps.sh build
+	scripts/module-static-libs.sh
 	$(SWIFT) build -c release
 
 demo:
 	scripts/install-deps.sh demo
+	scripts/module-static-libs.sh
 	$(SWIFT) build -c release
 	scripts/demo.sh
 
 # Integration tests drive the release artifacts (what gets installed), so build those first.
 test:
 	scripts/install-deps.sh test
+	scripts/module-static-libs.sh
 	$(SWIFT) build -c release
 	SECUROTP_BIN_DIR="$(BIN)" $(SWIFT) test
 
 bench:
 	scripts/install-deps.sh bench
+	scripts/module-static-libs.sh
 	$(SWIFT) build -c release
 	bench/pam/run.sh
 

@@ -58,6 +58,11 @@ let package = Package(
                     "-Xlinker", "-z", "-Xlinker", "now",
                     "-Xlinker", "-z", "-Xlinker", "relro",
                     "-Xlinker", "--gc-sections",
+                    // `make` links libcrypto, libsqlite3 and libstdc++ statically into the module
+                    // through this directory (scripts/module-static-libs.sh): loading their shared
+                    // copies cost ~2.2 ms per process, most of a login (bench/README.md).
+                    // Without it, plain `swift build` links them dynamically.
+                    "-L\(Context.packageDirectory)/.build/module-static-libs",
                 ]),
             ]
         ),
