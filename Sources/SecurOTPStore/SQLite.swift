@@ -24,8 +24,8 @@ public final class SQLiteDatabase {
     deinit { sqlite3_close_v2(handle) }
 
     /// See securotp_sqlite_keep_wal: one fsync per commit for short-lived connections.
-    public func keepWriteAheadLog() throws(StoreError) {
-        guard securotp_sqlite_keep_wal(handle) == SQLITE_OK else { throw StoreError(.database, "database \(path): \(errorMessage)") }
+    public func keepWriteAheadLog(restartAfterFrames frames: Int32) throws(StoreError) {
+        guard securotp_sqlite_keep_wal(handle, frames) == SQLITE_OK else { throw StoreError(.database, "database \(path): \(errorMessage)") }
     }
 
     public func execute(_ sql: String) throws(StoreError) {

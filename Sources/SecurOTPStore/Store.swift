@@ -29,7 +29,8 @@ public final class Store {
         // WAL + synchronous=FULL: a COMMIT is on disk (fsync of the WAL) before it returns,
         // so an accepted code is recorded before PAM_SUCCESS leaves the module.
         try db.execute("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON")
-        try db.keepWriteAheadLog()
+        // Each login's first connection re-reads the whole WAL: keep it a few frames long.
+        try db.keepWriteAheadLog(restartAfterFrames: 16)
         try Schema.migrate(db)
         return Store(paths: paths, db: db, keys: keys)
     }
