@@ -10,10 +10,7 @@ struct SecurOTP: ParsableCommand {
         commandName: "securotp",
         abstract: "Provision and manage second-factor tokens for pam_securotp.",
         discussion: """
-        Runs as root against the local token store (/var/lib/securotp/securotp.db, key in
-        /etc/securotp/securotp.key, settings in /etc/securotp/securotp.conf). --state-dir DIR
-        (or SECUROTP_STATE_DIR) keeps all three in DIR instead, for tests and demos; the PAM
-        module takes the same directory as state_dir=DIR.
+        Runs as root against the local token store (/var/lib/securotp/securotp.db, key in /etc/securotp/securotp.key, settings in /etc/securotp/securotp.conf). --state-dir DIR (or SECUROTP_STATE_DIR) keeps all three in DIR instead, for tests and demos; the PAM module takes the same directory as state_dir=DIR.
 
         Typical first steps:
           securotp enroll alice            # TOTP token, QR code for the phone
@@ -34,7 +31,10 @@ struct SecurOTP: ParsableCommand {
         } catch let error as CLIError {
             CommandContext.fail(error.message, exitCode: error.exitCode)
         } catch {
-            exit(withError: error)
+            // --help and --version exit 0 through ArgumentParser; every usage error is one line.
+            let code = exitCode(for: error)
+            guard code != .success else { exit(withError: error) }
+            CommandContext.fail("\(message(for: error)) (see securotp --help)", exitCode: code.rawValue)
         }
     }
 }
@@ -57,6 +57,10 @@ func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
         index += 1
     }
     guard !globals.isEmpty, index < arguments.count else { return arguments }
+    let subcommands = SecurOTP.configuration.subcommands.map { $0._commandName }
+    guard subcommands.contains(arguments[index]) else {
+        CommandContext.fail("unknown command '\(arguments[index])'; commands: \(subcommands.joined(separator: ", "))", exitCode: 64)
+    }
     return [arguments[index]] + globals + arguments[(index + 1)...]
 }
 

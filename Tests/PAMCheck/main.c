@@ -5,10 +5,10 @@
  * Loads SERVICE from DIR (pam_start_confdir, Linux-PAM >= 1.5.2) so tests need no /etc/pam.d
  * changes. Each echo-off or echo-on prompt is answered with the next RESPONSE (a prompt beyond
  * the given responses fails the conversation). Environment:
- *   PAM_CHECK_AUTHTOK=X   set PAM_AUTHTOK to X before authenticating (use_first_pass tests)
  *   PAM_CHECK_SILENT=1    pass PAM_SILENT
  * Prints one line per conversation message ("prompt: ...", "info: ...", "error: ..."), then
- * "authtok: X" if the stack left a PAM_AUTHTOK, then "result: NAME". Exit status is the PAM code.
+ * "result: NAME". Exit status is the PAM code. (Linux-PAM lets only modules read or set
+ * PAM_AUTHTOK; tests put pam_exec.so expose_authtok in the stack to provide or observe it.)
  */
 #include <security/pam_appl.h>
 #include <stdio.h>
@@ -64,13 +64,8 @@ int main(int argc, char **argv) {
         printf("result: pam_start failed: %s\n", pam_strerror(NULL, rc));
         return rc;
     }
-    const char *authtok = getenv("PAM_CHECK_AUTHTOK");
-    if (authtok != NULL) pam_set_item(pamh, PAM_AUTHTOK, authtok);
     const char *silent = getenv("PAM_CHECK_SILENT");
     rc = pam_authenticate(pamh, silent != NULL && strcmp(silent, "1") == 0 ? PAM_SILENT : 0);
-    const void *item = NULL;
-    if (pam_get_item(pamh, PAM_AUTHTOK, &item) == PAM_SUCCESS && item != NULL)
-        printf("authtok: %s\n", (const char *)item);
     printf("result: %s\n", pam_strerror(pamh, rc));
     fflush(stdout);
     pam_end(pamh, rc);

@@ -7,9 +7,7 @@ struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check configuration, file permissions and the PAM stacks that use pam_securotp.",
         discussion: """
-        Prints one line per finding (ok / warning / error) with advice, and exits 78 (EX_CONFIG)
-        when any error was found. Run it after every change to /etc/pam.d or securotp.conf, and
-        keep a root shell open until a test login works.
+        Prints one line per finding (ok / warning / error) with advice, and exits 78 (EX_CONFIG) when any error was found. Run it after every change to /etc/pam.d or securotp.conf, and keep a root shell open until a test login works.
         """
     )
 

@@ -8,8 +8,7 @@ struct Enroll: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a TOTP (default) or HOTP token for a Unix user.",
         discussion: """
-        Prints the otpauth:// URI, a QR code for an authenticator app, and the base32 secret for
-        manual entry. The secret is shown only now: it is stored sealed and never displayed again.
+        Prints the otpauth:// URI, a QR code for an authenticator app, and the base32 secret for manual entry. The secret is shown only now: it is stored sealed and never displayed again.
 
         Examples:
           securotp enroll alice

@@ -38,8 +38,7 @@ struct Reset: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete all of a user's tokens and clear their failure count and lock.",
         discussion: """
-        Without nullok in the PAM stack the user then cannot log in until a new token is
-        enrolled. Example: securotp reset alice
+        Without nullok in the PAM stack the user then cannot log in until a new token is enrolled. Example: securotp reset alice
         """
     )
 
@@ -72,8 +71,7 @@ struct BindingIDCommand: ParsableCommand {
         commandName: "binding-id",
         abstract: "Print this host's binding ID for a user (24 hex characters).",
         discussion: """
-        Token issuers bind provisioning files to this ID; it is stable for this host and user and
-        differs between users and hosts. Without USER, prints the ID for the invoking user.
+        Token issuers bind provisioning files to this ID; it is stable for this host and user and differs between users and hosts. Without USER, prints the ID for the invoking user.
         """
     )
 
