@@ -34,27 +34,22 @@ public enum Authenticator {
             return PAM_IGNORE
         }
 
-        let store: Store
         do {
-            store = try Store.open(settings.paths)
+            // The store is checked before prompting, so a broken installation fails at once
+            // (and is logged) instead of after the user typed a code.
+            let hasTokens = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
+                settings.nullok ? try store.hasActiveTokens(user: user) : true
+            }
+            if !hasTokens {
+                session.debugLog("user \(shownUser) has no token; nullok: ignoring")
+                return PAM_IGNORE
+            }
         } catch {
             session.log(LOG_ERR, "token store unavailable, denying \(shownUser): \(error.message)")
             return PAM_AUTHINFO_UNAVAIL
         }
 
-        if settings.nullok {
-            do {
-                if try !store.hasActiveTokens(user: user) {
-                    session.debugLog("user \(shownUser) has no token; nullok: ignoring")
-                    return PAM_IGNORE
-                }
-            } catch {
-                session.log(LOG_ERR, "token store error, denying \(shownUser): \(error.message)")
-                return PAM_AUTHINFO_UNAVAIL
-            }
-        }
-
-        var policy = Verification(session: session, store: store, settings: settings, user: user, shownUser: shownUser)
+        var policy = Verification(session: session, settings: settings, user: user, shownUser: shownUser)
 
         if settings.useFirstPass || settings.tryFirstPass, let previous = session.item(PAM_AUTHTOK) {
             let bytes = UnsafeRawPointer(previous).assumingMemoryBound(to: UInt8.self)
@@ -96,15 +91,13 @@ public enum Authenticator {
 /// Never logs the code, the password or the seed.
 struct Verification {
     let session: PAMSession
-    let store: Store
     let settings: Settings
     let user: String
     let shownUser: String
     private(set) var matchedDigits: Int?
 
-    init(session: PAMSession, store: Store, settings: Settings, user: String, shownUser: String) {
+    init(session: PAMSession, settings: Settings, user: String, shownUser: String) {
         self.session = session
-        self.store = store
         self.settings = settings
         self.user = user
         self.shownUser = shownUser
@@ -118,9 +111,11 @@ struct Verification {
         let now = Int64(time(nil))
         let result: VerifyResult
         do {
-            result = try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now)
+            result = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
+                try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now)
+            }
         } catch {
-            session.log(LOG_ERR, "token store error, denying \(shownUser): \(error.message)")
+            session.log(LOG_ERR, "token store unavailable, denying \(shownUser): \(error.message)")
             return PAM_AUTHINFO_UNAVAIL
         }
         switch result.outcome {

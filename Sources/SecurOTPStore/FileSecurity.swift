@@ -1,5 +1,22 @@
 import Glibc
 
+/// Device, inode, size and change time: equal identities mean the same, unchanged file.
+public struct FileIdentity: Equatable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+    var size: Int64
+    var changed: Int64
+    var changedNanoseconds: Int64
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int64(info.st_size)
+        changed = Int64(info.st_ctim.tv_sec)
+        changedNanoseconds = Int64(info.st_ctim.tv_nsec)
+    }
+}
+
 /// Paranoid file handling for everything that holds secrets or policy: absolute paths, no
 /// symlinks, owned by root (or the user running securotp), not writable — and for secrets not
 /// readable — by anyone else. Every refusal names the file and the fix.
@@ -11,9 +28,9 @@ public enum FileSecurity {
         case policy
     }
 
-    /// Checks an existing file (or directory) and returns its size.
+    /// Checks an existing file (or directory) and returns what identifies its current version.
     @discardableResult
-    public static func check(_ path: String, _ sensitivity: Sensitivity, isDirectory: Bool = false) throws(StoreError) -> Int {
+    public static func check(_ path: String, _ sensitivity: Sensitivity, isDirectory: Bool = false) throws(StoreError) -> FileIdentity {
         guard path.hasPrefix("/") else {
             throw StoreError(.invalidInput, "\(path): use an absolute path")
         }
@@ -38,7 +55,7 @@ public enum FileSecurity {
             let what = sensitivity == .secret && !isDirectory ? "readable or writable" : "writable"
             throw StoreError(.permissions, "\(path) is \(what) by other users (mode \(octal(mode))); fix: \(fix)")
         }
-        return Int(info.st_size)
+        return FileIdentity(info)
     }
 
     /// Reads a whole small file after the checks above, through one descriptor opened with

@@ -5,6 +5,8 @@ import CSQLite
 public final class SQLiteDatabase {
     private let handle: OpaquePointer
     public let path: String
+    /// Set by keepWriteAheadLog; read by the WAL hook while the connection lives.
+    private let walPolicy: UnsafeMutablePointer<securotp_wal_policy>
 
     public init(path: String, create: Bool) throws(StoreError) {
         var db: OpaquePointer?
@@ -17,15 +19,21 @@ public final class SQLiteDatabase {
         }
         handle = db
         self.path = path
+        walPolicy = .allocate(capacity: 1)
+        walPolicy.initialize(to: securotp_wal_policy(restart_frames: 0, restart_pending: 0))
         sqlite3_busy_timeout(db, 10_000)
         sqlite3_extended_result_codes(db, 1)
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    deinit {
+        sqlite3_close_v2(handle)
+        walPolicy.deallocate()
+    }
 
-    /// See securotp_sqlite_keep_wal: one fsync per commit for short-lived connections.
+    /// See securotp_sqlite_keep_wal: one in-place fsync per commit for short-lived connections.
     public func keepWriteAheadLog(restartAfterFrames frames: Int32) throws(StoreError) {
-        guard securotp_sqlite_keep_wal(handle, frames) == SQLITE_OK else { throw StoreError(.database, "database \(path): \(errorMessage)") }
+        walPolicy.pointee.restart_frames = frames
+        guard securotp_sqlite_keep_wal(handle, walPolicy) == SQLITE_OK else { throw StoreError(.database, "database \(path): \(errorMessage)") }
     }
 
     public func execute(_ sql: String) throws(StoreError) {
@@ -51,14 +59,20 @@ public final class SQLiteDatabase {
     /// update. Rolls back when `body` throws.
     public func immediateTransaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try execute("BEGIN IMMEDIATE")
+        let result: R
         do {
-            let result = try body()
+            result = try body()
             try execute("COMMIT")
-            return result
         } catch {
             try? execute("ROLLBACK")
             throw error
         }
+        if walPolicy.pointee.restart_pending != 0 {
+            // Everything is in the database now; this write starts the WAL over at its beginning.
+            walPolicy.pointee.restart_pending = 0
+            try? execute("PRAGMA user_version = \(Schema.currentVersion)")
+        }
+        return result
     }
 
     public var changes: Int { Int(sqlite3_changes(handle)) }

@@ -5,11 +5,14 @@ import SecurOTPCore
 /// read-validate-write happens in one BEGIN IMMEDIATE transaction.
 public final class Store {
     public let paths: StorePaths
+    /// The files this store was opened from, as checked at open time.
+    public let identity: StoreIdentity
     let db: SQLiteDatabase
     let keys: KeyFile
 
-    init(paths: StorePaths, db: SQLiteDatabase, keys: KeyFile) {
+    init(paths: StorePaths, identity: StoreIdentity, db: SQLiteDatabase, keys: KeyFile) {
         self.paths = paths
+        self.identity = identity
         self.db = db
         self.keys = keys
     }
@@ -18,12 +21,7 @@ public final class Store {
     /// With `create`, makes the directories, key file and database first (admin commands).
     public static func open(_ paths: StorePaths, create: Bool = false) throws(StoreError) -> Store {
         if create { try prepareForCreation(paths) }
-        do {
-            try FileSecurity.check(StorePaths.directory(of: paths.database), .secret, isDirectory: true)
-            try FileSecurity.check(paths.database, .secret)
-        } catch where error.code == .missing {
-            throw StoreError(.missing, "\(error.message); create it by enrolling a token: securotp enroll USER")
-        }
+        let identity = try StoreIdentity.checked(paths)
         let keys = try KeyFile.load(paths.keyFile)
         let db = try SQLiteDatabase(path: paths.database, create: false)
         // WAL + synchronous=FULL: a COMMIT is on disk (fsync of the WAL) before it returns,
@@ -32,7 +30,7 @@ public final class Store {
         // Each login's first connection re-reads the whole WAL: keep it a few frames long.
         try db.keepWriteAheadLog(restartAfterFrames: 16)
         try Schema.migrate(db)
-        return Store(paths: paths, db: db, keys: keys)
+        return Store(paths: paths, identity: identity, db: db, keys: keys)
     }
 
     private static func prepareForCreation(_ paths: StorePaths) throws(StoreError) {
@@ -212,6 +210,37 @@ public final class Store {
         guard !nickname.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
             throw StoreError(.invalidInput, "nickname contains control characters")
         }
+    }
+}
+
+/// What `Store.open` checked: the database's directory, the database and the key file.
+/// A cached store is reused only while a fresh check gives the same identity.
+public struct StoreIdentity: Equatable, Sendable {
+    let directory: FileIdentity
+    let database: FileIdentity
+    let keyFile: FileIdentity
+
+    /// Refuses files others can read or write (FileSecurity) and returns their identity.
+    public static func checked(_ paths: StorePaths) throws(StoreError) -> StoreIdentity {
+        do {
+            let directory = try FileSecurity.check(StorePaths.directory(of: paths.database), .secret, isDirectory: true)
+            let database = try FileSecurity.check(paths.database, .secret)
+            return StoreIdentity(directory: directory, database: database.ignoringContentChanges,
+                                 keyFile: try FileSecurity.check(paths.keyFile, .secret))
+        } catch where error.code == .missing {
+            throw StoreError(.missing, "\(error.message); create it by enrolling a token: securotp enroll USER")
+        }
+    }
+}
+
+extension FileIdentity {
+    /// The database changes with every checkpoint; only its inode says it was replaced.
+    var ignoringContentChanges: FileIdentity {
+        var copy = self
+        copy.size = 0
+        copy.changed = 0
+        copy.changedNanoseconds = 0
+        return copy
     }
 }
 

@@ -6,13 +6,18 @@
 int securotp_sqlite_bind_text(sqlite3_stmt *statement, int index, const char *text, int length);
 int securotp_sqlite_bind_blob(sqlite3_stmt *statement, int index, const void *bytes, int length);
 
-/* For connections that live for one login: keep the WAL file between connections and skip the
-   checkpoint on close, so a process pays one fsync per commit instead of re-creating,
-   syncing and checkpointing the WAL every time (sqlite3_db_config is variadic).
-   Because every process's first connection re-reads the WAL (recovery) and then believes
-   nothing was checkpointed, SQLite's passive auto-checkpoint never restarts the log and it
-   grows without bound (a RESTART checkpoint does not help either: the next process's
-   recovery forgets it). So once the WAL holds `restart_frames` frames, a TRUNCATE checkpoint
-   copies them into the database and empties the file. */
-int securotp_sqlite_keep_wal(sqlite3 *db, int restart_frames);
+/* For connections that live for one login: keep the WAL file between connections and skip
+   the checkpoint on close (sqlite3_db_config is variadic), so a login pays one fsync of
+   blocks the WAL file already has instead of re-creating, syncing and checkpointing it.
+   Each process's first connection rebuilds the WAL index by reading every valid frame and
+   forgets earlier checkpoints, so the WAL must be restarted from its start often: once it
+   holds `restart_frames` frames, the WAL hook copies them into the database (RESTART
+   checkpoint) and sets policy->restart_pending; the caller then makes one small write, which
+   begins the log again at its start — overwriting the file in place, which syncs about
+   twice as fast as extending it (measured). The caller owns *policy for the connection's life. */
+struct securotp_wal_policy {
+    int restart_frames;
+    int restart_pending;
+};
+int securotp_sqlite_keep_wal(sqlite3 *db, struct securotp_wal_policy *policy);
 #endif
