@@ -1,10 +1,16 @@
 # securotp — see README.md. `make demo` and `make test` install the Debian packages they need.
+#
+# The PAM module is built twice from the same sources: as Embedded Swift (pam/embedded/build.sh,
+# .build/embedded/pam_securotp.so: no Swift runtime; this is the one installed, demoed and
+# benchmarked) and by SwiftPM with the static Swift runtime (.build/release/libpam_securotp.so,
+# for `swift build` users). The integration tests run against both.
 SWIFT ?= swift
 PREFIX ?= /usr/local
 PAM_DIR ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH >/dev/null 2>&1 && echo /lib/$$(dpkg-architecture -qDEB_HOST_MULTIARCH)/security || echo /lib/security)
 BIN = $(shell $(SWIFT) build -c release --show-bin-path)
+MODULE = $(CURDIR)/.build/embedded/pam_securotp.so
 
-.PHONY: all build deps demo test unit-test integration-test bench install uninstall clean
+.PHONY: all build demo test bench install uninstall clean
 
 all: build
 
@@ -12,29 +18,29 @@ build:
 	scripts/install-deps.sh build
 	scripts/module-static-libs.sh
 	$(SWIFT) build -c release
+	pam/embedded/build.sh
 
 demo:
 	scripts/install-deps.sh demo
-	scripts/module-static-libs.sh
-	$(SWIFT) build -c release
-	scripts/demo.sh
+	$(MAKE) --no-print-directory build
+	SECUROTP_MODULE="$(MODULE)" scripts/demo.sh
 
-# Integration tests drive the release artifacts (what gets installed), so build those first.
+# Integration tests drive the release artifacts (what gets installed), so build those first;
+# then the integration suite runs once more against the Embedded Swift module.
 test:
 	scripts/install-deps.sh test
-	scripts/module-static-libs.sh
-	$(SWIFT) build -c release
+	$(MAKE) --no-print-directory build
 	SECUROTP_BIN_DIR="$(BIN)" $(SWIFT) test
+	SECUROTP_BIN_DIR="$(BIN)" SECUROTP_MODULE="$(MODULE)" $(SWIFT) test --skip-build --filter IntegrationTests
 
 bench:
 	scripts/install-deps.sh bench
-	scripts/module-static-libs.sh
-	$(SWIFT) build -c release
-	bench/pam/run.sh
+	$(MAKE) --no-print-directory build
+	SECUROTP_MODULE="$(MODULE)" bench/pam/run.sh
 
 install: build
 	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/securotp $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 0644 -s $(BIN)/libpam_securotp.so $(DESTDIR)$(PAM_DIR)/pam_securotp.so
+	install -m 0644 -s $(MODULE) $(DESTDIR)$(PAM_DIR)/pam_securotp.so
 	install -m 0755 -s $(BIN)/securotp $(DESTDIR)$(PREFIX)/sbin/securotp
 	install -m 0644 docs/man/pam_securotp.8 docs/man/securotp.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	[ -e $(DESTDIR)/etc/securotp/securotp.conf ] || install -m 0644 packaging/securotp.conf $(DESTDIR)/etc/securotp/securotp.conf

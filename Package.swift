@@ -31,13 +31,14 @@ let package = Package(
         .target(name: "CPAM", linkerSettings: [.linkedLibrary("pam")]),
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
+        .target(name: "CSystem"),
 
         // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
         // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs.
-        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "CSQLite"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "CSQLite", "CSystem"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record.
-        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CSystem"], swiftSettings: pamSafe),
         // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.
         .target(name: "SecurOTPQR"),
 

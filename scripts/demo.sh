@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=$(swift build -c release --show-bin-path)
+module=${SECUROTP_MODULE:-$bin/libpam_securotp.so}
 work=$(mktemp -d /tmp/securotp-demo.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 state="$work/state"
@@ -21,7 +22,7 @@ secret=$(sed -n 's/^URI: .*[?&]secret=\([A-Z2-7]*\).*/\1/p' "$work/enroll.txt")
 
 step "A private PAM service that requires the code"
 mkdir "$work/pam.d"
-echo "auth required $bin/libpam_securotp.so state_dir=$state" | tee "$work/pam.d/securotp-demo"
+echo "auth required $module state_dir=$state" | tee "$work/pam.d/securotp-demo"
 
 code=$(oathtool --totp -b "$secret")
 step "Logging in with the current code from oathtool (an independent implementation): $code"

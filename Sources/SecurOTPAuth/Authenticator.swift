@@ -1,5 +1,5 @@
 import CPAM
-import Glibc
+import CSystem
 import SecurOTPCore
 import SecurOTPStore
 

@@ -1,5 +1,5 @@
 import CPAM
-import Glibc
+import CSystem
 
 /// The libpam calls the module makes, on one handle: items, conversation, syslog.
 struct PAMSession {

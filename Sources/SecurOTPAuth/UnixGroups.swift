@@ -1,4 +1,4 @@
-import Glibc
+import CSystem
 
 /// Group names of a user through NSS (getpwnam_r + getgrouplist + getgrgid_r), so LDAP and
 /// SSSD users are resolved like local ones.
@@ -20,9 +20,9 @@ enum UnixGroups {
         var names: [String] = []
         var groupBuffer = [CChar](repeating: 0, count: 16_384)
         for id in ids.prefix(Int(max(0, count))) {
-            var group = Glibc.group()
-            var found: UnsafeMutablePointer<Glibc.group>?
-            if getgrgid_r(id, &group, &groupBuffer, groupBuffer.count, &found) == 0, found != nil, let name = group.gr_name {
+            var entry = CSystem.group()
+            var found: UnsafeMutablePointer<CSystem.group>?
+            if getgrgid_r(id, &entry, &groupBuffer, groupBuffer.count, &found) == 0, found != nil, let name = entry.gr_name {
                 names.append(String(cString: name))
             }
         }

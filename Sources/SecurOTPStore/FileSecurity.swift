@@ -1,4 +1,4 @@
-import Glibc
+import CSystem
 
 /// Device, inode, size and change time: equal identities mean the same, unchanged file.
 public struct FileIdentity: Equatable, Sendable {
@@ -36,13 +36,13 @@ public enum FileSecurity {
         }
         var info = stat()
         guard lstat(path, &info) == 0 else {
-            if errno == ENOENT { throw StoreError(.missing, "\(path) does not exist") }
-            throw StoreError(.system, "\(path): \(String(cString: strerror(errno)))")
+            if securotp_errno() == ENOENT { throw StoreError(.missing, "\(path) does not exist") }
+            throw StoreError(.system, "\(path): \(String(cString: strerror(securotp_errno())))")
         }
-        let type = info.st_mode & S_IFMT
-        if type == S_IFLNK { throw StoreError(.permissions, "\(path) is a symbolic link; point securotp at the real file") }
-        if isDirectory, type != S_IFDIR { throw StoreError(.invalidInput, "\(path) is not a directory") }
-        if !isDirectory, type != S_IFREG { throw StoreError(.invalidInput, "\(path) is not a regular file") }
+        let type = securotp_file_type(info.st_mode)
+        if type == mode_t(S_IFLNK) { throw StoreError(.permissions, "\(path) is a symbolic link; point securotp at the real file") }
+        if isDirectory, type != mode_t(S_IFDIR) { throw StoreError(.invalidInput, "\(path) is not a directory") }
+        if !isDirectory, type != mode_t(S_IFREG) { throw StoreError(.invalidInput, "\(path) is not a regular file") }
         try checkOwner(path, info)
         let mode = info.st_mode & 0o777
         let forbidden: mode_t = switch (sensitivity, isDirectory) {
@@ -60,10 +60,10 @@ public enum FileSecurity {
 
     /// Reads a whole small file after the checks above, through one descriptor opened with
     /// O_NOFOLLOW so the checked file is the read file.
-    public static func read(_ path: String, _ sensitivity: Sensitivity, maxSize: Int) throws(StoreError) -> [UInt8] {
+    public static func contents(of path: String, _ sensitivity: Sensitivity, maxSize: Int) throws(StoreError) -> [UInt8] {
         try check(path, sensitivity)
-        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw StoreError(.system, "cannot open \(path): \(String(cString: strerror(errno)))") }
+        let fd = securotp_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0)
+        guard fd >= 0 else { throw StoreError(.system, "cannot open \(path): \(String(cString: strerror(securotp_errno())))") }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw StoreError(.system, "cannot stat \(path)") }
@@ -72,8 +72,8 @@ public enum FileSecurity {
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var done = 0
         while done < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress.map { $0 + done }, $0.count - done) }
-            if n < 0, errno == EINTR { continue }
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress.map { $0 + done }, $0.count - done) }
+            if n < 0, securotp_errno() == EINTR { continue }
             guard n > 0 else { throw StoreError(.system, "cannot read \(path)") }
             done += n
         }
@@ -86,16 +86,16 @@ public enum FileSecurity {
         if !replace, access(path, F_OK) == 0 { throw StoreError(.invalidInput, "\(path) already exists; refusing to overwrite it") }
         let temporary = path + ".tmp"
         unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw StoreError(.system, "cannot create \(temporary): \(String(cString: strerror(errno)))") }
+        let fd = securotp_open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw StoreError(.system, "cannot create \(temporary): \(String(cString: strerror(securotp_errno())))") }
         var done = 0
         while done < bytes.count {
             let n = write(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done)
-            if n < 0, errno == EINTR { continue }
+            if n < 0, securotp_errno() == EINTR { continue }
             guard n > 0 else {
                 close(fd)
                 unlink(temporary)
-                throw StoreError(.system, "cannot write \(temporary): \(String(cString: strerror(errno)))")
+                throw StoreError(.system, "cannot write \(temporary): \(String(cString: strerror(securotp_errno())))")
             }
             done += n
         }
@@ -103,15 +103,15 @@ public enum FileSecurity {
         close(fd)
         guard synced, rename(temporary, path) == 0 else {
             unlink(temporary)
-            throw StoreError(.system, "cannot write \(path): \(String(cString: strerror(errno)))")
+            throw StoreError(.system, "cannot write \(path): \(String(cString: strerror(securotp_errno())))")
         }
         syncDirectory(of: path)
     }
 
     /// Creates a directory owned by the caller with mode 0700 (or checks an existing one).
     public static func makePrivateDirectory(_ path: String) throws(StoreError) {
-        if mkdir(path, 0o700) != 0, errno != EEXIST {
-            throw StoreError(.system, "cannot create directory \(path): \(String(cString: strerror(errno)))")
+        if mkdir(path, 0o700) != 0, securotp_errno() != EEXIST {
+            throw StoreError(.system, "cannot create directory \(path): \(String(cString: strerror(securotp_errno())))")
         }
         try check(path, .secret, isDirectory: true)
     }
@@ -119,7 +119,7 @@ public enum FileSecurity {
     static func syncDirectory(of path: String) {
         guard let slash = path.lastIndex(of: "/") else { return }
         let directory = slash == path.startIndex ? "/" : String(path[..<slash])
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = securotp_open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0)
         if fd >= 0 {
             fsync(fd)
             close(fd)

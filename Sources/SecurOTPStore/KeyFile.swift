@@ -11,7 +11,7 @@ public struct KeyFile {
     public let hostSecret: SecretBytes
 
     public static func load(_ path: String) throws(StoreError) -> KeyFile {
-        var bytes = try FileSecurity.read(path, .secret, maxSize: size)
+        var bytes = try FileSecurity.contents(of: path, .secret, maxSize: size)
         defer { for index in bytes.indices { bytes[index] = 0 } }
         guard bytes.count == size, Array(bytes.prefix(4)) == magic else {
             throw StoreError(.corrupt, "\(path) is not a securotp key file (expected \(size) bytes starting with SOK1); restore it from backup")

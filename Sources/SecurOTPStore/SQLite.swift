@@ -7,6 +7,8 @@ public final class SQLiteDatabase {
     public let path: String
     /// Set by keepWriteAheadLog; read by the WAL hook while the connection lives.
     private let walPolicy: UnsafeMutablePointer<securotp_wal_policy>
+    /// Prepared once per connection: a cached connection (StoreCache) then parses no SQL per login.
+    private var statements: [String: Statement] = [:]
 
     public init(path: String, create: Bool) throws(StoreError) {
         var db: OpaquePointer?
@@ -26,6 +28,7 @@ public final class SQLiteDatabase {
     }
 
     deinit {
+        statements.removeAll() // finalize before closing
         sqlite3_close_v2(handle)
         walPolicy.deallocate()
     }
@@ -46,27 +49,38 @@ public final class SQLiteDatabase {
         }
     }
 
+    /// A prepared statement for `sql`, reused across calls. Callers read it to the end or
+    /// call `reset()`, so no statement keeps a read snapshot open between operations.
     public func prepare(_ sql: String) throws(StoreError) -> Statement {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+        if let cached = statements[sql] {
+            cached.reset()
+            return cached
+        }
+        var raw: OpaquePointer?
+        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &raw, nil) == SQLITE_OK, let raw else {
             throw StoreError(.database, "database \(path): \(errorMessage)")
         }
-        return Statement(statement, database: self)
+        let statement = Statement(raw, path: path)
+        statements[sql] = statement
+        return statement
     }
 
     /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken before anything is
     /// read, so two logins racing with one code serialise here and the second sees the first's
     /// update. Rolls back when `body` throws.
     public func immediateTransaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        resetStatements()
         try execute("BEGIN IMMEDIATE")
         let result: R
         do {
             result = try body()
             try execute("COMMIT")
         } catch {
+            resetStatements()
             try? execute("ROLLBACK")
             throw error
         }
+        resetStatements()
         if walPolicy.pointee.restart_pending != 0 {
             // Everything is in the database now; this write starts the WAL over at its beginning.
             walPolicy.pointee.restart_pending = 0
@@ -77,16 +91,24 @@ public final class SQLiteDatabase {
 
     public var changes: Int { Int(sqlite3_changes(handle)) }
 
+    private func resetStatements() {
+        for statement in statements.values { statement.reset() }
+    }
+
     var errorMessage: String { String(cString: sqlite3_errmsg(handle)) }
 
     /// A prepared statement; parameters are 1-based, columns 0-based.
     public final class Statement {
         private let statement: OpaquePointer
-        private let database: SQLiteDatabase
+        private let path: String // statements don't reference their database: it owns them
 
-        fileprivate init(_ statement: OpaquePointer, database: SQLiteDatabase) {
+        fileprivate init(_ statement: OpaquePointer, path: String) {
             self.statement = statement
-            self.database = database
+            self.path = path
+        }
+
+        private var failure: StoreError {
+            StoreError(.database, "database \(path): \(String(cString: sqlite3_errmsg(sqlite3_db_handle(statement))))")
         }
 
         deinit { sqlite3_finalize(statement) }
@@ -105,19 +127,28 @@ public final class SQLiteDatabase {
                     rc = bytes.withUnsafeBytes { securotp_sqlite_bind_blob(statement, index, $0.baseAddress, Int32($0.count)) }
                 case .null: rc = sqlite3_bind_null(statement, index)
                 }
-                guard rc == SQLITE_OK else { throw StoreError(.database, "database \(database.path): \(database.errorMessage)") }
+                guard rc == SQLITE_OK else { throw failure }
             }
             return self
         }
 
-        /// Steps once: true when a row is available.
+        /// Steps once: true when a row is available. At the end (or on error) the statement
+        /// is reset, so it holds no lock.
         public func step() throws(StoreError) -> Bool {
             switch sqlite3_step(statement) {
             case SQLITE_ROW: return true
-            case SQLITE_DONE: return false
-            default: throw StoreError(.database, "database \(database.path): \(database.errorMessage)")
+            case SQLITE_DONE:
+                reset()
+                return false
+            default:
+                let error = failure
+                reset()
+                throw error
             }
         }
+
+        /// Ends a read early (after the first row, say) and releases its snapshot.
+        public func reset() { sqlite3_reset(statement) }
 
         /// Runs a statement that returns no rows.
         public func run() throws(StoreError) {

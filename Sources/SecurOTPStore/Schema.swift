@@ -50,6 +50,7 @@ enum Schema {
 
     static func userVersion(_ db: SQLiteDatabase) throws(StoreError) -> Int64 {
         let statement = try db.prepare("PRAGMA user_version")
+        defer { statement.reset() }
         return try statement.step() ? statement.integer(0) : 0
     }
 }

@@ -1,4 +1,4 @@
-import Glibc
+import CSystem
 
 /// Every setting of the PAM module and the CLI, read from `securotp.conf` (`key = value`,
 /// `#` comments) and overridden by module arguments (`key=value` or a bare flag). One setter
@@ -105,7 +105,7 @@ public struct Settings: Sendable, Equatable {
     public mutating func load(configRequired: Bool) throws(StoreError) {
         let bytes: [UInt8]
         do {
-            bytes = try FileSecurity.read(paths.config, .policy, maxSize: 64 * 1024)
+            bytes = try FileSecurity.contents(of: paths.config, .policy, maxSize: 64 * 1024)
         } catch where error.code == .missing {
             if !configRequired { return }
             throw StoreError(.config, "configuration file \(paths.config) does not exist")

@@ -37,6 +37,7 @@ extension Store {
     /// Whether `user` has at least one active token.
     public func hasActiveTokens(user: String) throws(StoreError) -> Bool {
         let statement = try db.prepare("SELECT 1 FROM tokens WHERE user = ? AND state = 'active' LIMIT 1")
+        defer { statement.reset() }
         try statement.bind(.text(user))
         return try statement.step()
     }

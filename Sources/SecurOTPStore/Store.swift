@@ -1,4 +1,4 @@
-import Glibc
+import CSystem
 import SecurOTPCore
 
 /// The local token store: SQLite for rows, the key file for sealing. Opened per use; every
@@ -57,8 +57,8 @@ public final class Store {
         var prefix = ""
         for component in path.split(separator: "/") {
             prefix += "/" + component
-            if access(prefix, F_OK) != 0, mkdir(prefix, 0o700) != 0, errno != EEXIST {
-                throw StoreError(.system, "cannot create directory \(prefix): \(String(cString: strerror(errno)))")
+            if access(prefix, F_OK) != 0, mkdir(prefix, 0o700) != 0, securotp_errno() != EEXIST {
+                throw StoreError(.system, "cannot create directory \(prefix): \(String(cString: strerror(securotp_errno())))")
             }
         }
         try FileSecurity.check(path, .policy, isDirectory: true)
@@ -102,6 +102,7 @@ public final class Store {
         if let problem = parameters.problem { throw StoreError(.invalidInput, problem) }
         return try db.immediateTransaction { () throws(StoreError) -> TokenRecord in
             let count = try db.prepare("SELECT count(*) FROM tokens WHERE user = ?")
+            defer { count.reset() }
             try count.bind(.text(user))
             let existing = try count.step() ? Int(count.integer(0)) : 0
             guard existing < maxTokens else {
@@ -126,6 +127,7 @@ public final class Store {
             let value = random.withUnsafeBytes { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
             let serial = String(1_000_000_000 + value % 9_000_000_000)
             let check = try db.prepare("SELECT 1 FROM tokens WHERE serial = ?")
+            defer { check.reset() }
             try check.bind(.text(serial))
             if try !check.step() { return serial }
         }
@@ -156,6 +158,7 @@ public final class Store {
     /// The seed of one token, for the admin's own use (resync, tests); never used for display.
     public func seed(of record: TokenRecord) throws(StoreError) -> SecretBytes {
         let statement = try db.prepare("SELECT sealed_seed FROM tokens WHERE serial = ?")
+        defer { statement.reset() }
         try statement.bind(.text(record.serial))
         guard try statement.step() else { throw Self.noSuchToken(user: record.user, serial: record.serial) }
         guard let seed = SeedSealing.open(statement.blob(0), key: keys.dataKey, user: record.user, serial: record.serial) else {
@@ -172,6 +175,7 @@ public final class Store {
 
     public func userState(_ user: String) throws(StoreError) -> UserState {
         let statement = try db.prepare("SELECT failures, locked_until FROM users WHERE name = ?")
+        defer { statement.reset() }
         try statement.bind(.text(user))
         guard try statement.step() else { return UserState(failures: 0, lockedUntil: 0) }
         return UserState(failures: Int(statement.integer(0)), lockedUntil: statement.integer(1))

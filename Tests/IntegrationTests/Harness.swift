@@ -38,7 +38,17 @@ enum Binaries {
 
     static func securotp() throws -> String { try path("securotp") }
     static func pamCheck() throws -> String { try path("pam-check") }
-    static func module() throws -> String { try path("libpam_securotp.so") }
+    /// SECUROTP_MODULE names the module under test (make test runs the suite for the SwiftPM
+    /// build and for the Embedded Swift build); default: libpam_securotp.so in the bin dir.
+    static func module() throws -> String {
+        if let value = ProcessInfo.processInfo.environment["SECUROTP_MODULE"], !value.isEmpty {
+            guard FileManager.default.isExecutableFile(atPath: value) || FileManager.default.fileExists(atPath: value) else {
+                throw HarnessError("SECUROTP_MODULE=\(value) does not exist; run make test (it builds pam/embedded/build.sh)")
+            }
+            return value
+        }
+        return try path("libpam_securotp.so")
+    }
 }
 
 /// Debian tools the tests use as independent oracles.

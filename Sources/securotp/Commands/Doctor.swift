@@ -87,7 +87,7 @@ struct Doctor: ParsableCommand {
         var services: [String] = []
         for service in names.sorted() {
             let path = pamDirectory + "/" + service
-            guard let text = try? FileSecurity.read(path, .policy, maxSize: 1 << 20),
+            guard let text = try? FileSecurity.contents(of: path, .policy, maxSize: 1 << 20),
                   let content = String(validating: text, as: UTF8.self), content.contains("pam_securotp") else { continue }
             services.append(service)
             for (index, line) in content.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -126,7 +126,7 @@ struct Doctor: ParsableCommand {
     }
 
     private func checkSSHD(_ report: Report) {
-        guard let bytes = try? FileSecurity.read(sshdConfig, .policy, maxSize: 1 << 20), let text = String(validating: bytes, as: UTF8.self) else {
+        guard let bytes = try? FileSecurity.contents(of: sshdConfig, .policy, maxSize: 1 << 20), let text = String(validating: bytes, as: UTF8.self) else {
             report.warning("cannot read \(sshdConfig) to check keyboard-interactive authentication")
             return
         }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds pam_securotp.so as Embedded Swift: the same sources as the SwiftPM `pam_securotp`
+# product, but without the Swift runtime — no runtime start-up code (the static runtime reads
+# /proc/self/maps and parses SWIFT_* environment variables when it is loaded), no libstdc++,
+# a module of a few hundred KB that loads like a C module. bench/README.md has the numbers.
+#
+# Output: .build/embedded/pam_securotp.so. Usage: pam/embedded/build.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=.build/embedded
+mkdir -p "$out"
+swiftc=$(command -v swiftc)
+clang=$(dirname "$swiftc")/clang
+
+# C targets: their include/ directories hold the module maps Swift imports.
+includes=()
+for c in CPAM COpenSSL CSQLite CSystem; do includes+=(-I "Sources/$c/include"); done
+for c in CPAM COpenSSL CSQLite; do
+  "$clang" -c -O2 -fPIC -fvisibility=hidden -I "Sources/$c/include" Sources/$c/*.c -o "$out/$c.o"
+done
+
+swift_flags=(
+  -enable-experimental-feature Embedded -wmo -Osize -parse-as-library
+  -Xfrontend -disable-implicit-concurrency-module-import
+  -Xfrontend -disable-implicit-string-processing-module-import
+  -Xcc -fPIC -I "$out" "${includes[@]}"
+)
+# One module per target, in dependency order, as SwiftPM would.
+build_module() {
+  local name=$1 dir=$2
+  "$swiftc" "${swift_flags[@]}" -module-name "$name" -emit-module -emit-module-path "$out/$name.swiftmodule" \
+    -emit-object -o "$out/$name.o" "$dir"/*.swift
+}
+build_module SecurOTPCore Sources/SecurOTPCore
+build_module SecurOTPStore Sources/SecurOTPStore
+build_module SecurOTPAuth Sources/SecurOTPAuth
+build_module PAMModule pam/pam_securotp
+
+# Static libcrypto/libsqlite3 when available (scripts/module-static-libs.sh), else shared.
+libs=(-lcrypto -lsqlite3)
+[ -d .build/module-static-libs ] && libs=(-L.build/module-static-libs -l:libcrypto.a -l:libsqlite3.a)
+# String comparison and hashing need the Unicode tables the full runtime would carry.
+unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
+"$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \
+  "$out"/PAMModule.o "$out"/SecurOTPAuth.o "$out"/SecurOTPStore.o "$out"/SecurOTPCore.o \
+  "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o \
+  "$unicode" "${libs[@]}" -lpam -lm \
+  -Wl,--version-script=pam/pam_securotp/exports.map -Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro \
+  -Wl,-z,defs -Wl,--gc-sections -Wl,--as-needed
+echo "$out/pam_securotp.so"
