@@ -126,8 +126,11 @@ struct Enroll: ParsableCommand {
     }
 
     static func hostname() -> String {
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "localhost" }
-        return String(cString: buffer)
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let ok = buffer.withUnsafeMutableBufferPointer { raw in
+            raw.withMemoryRebound(to: CChar.self) { chars in chars.baseAddress.map { gethostname($0, chars.count - 1) == 0 } ?? false }
+        }
+        guard ok else { return "localhost" }
+        return String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
     }
 }
