@@ -43,7 +43,7 @@ install: build
 	install -m 0644 -s $(MODULE) $(DESTDIR)$(PAM_DIR)/pam_securotp.so
 	install -m 0755 -s $(BIN)/securotp $(DESTDIR)$(PREFIX)/sbin/securotp
 	install -m 0644 docs/man/pam_securotp.8 docs/man/securotp.8 $(DESTDIR)$(PREFIX)/share/man/man8/
-	[ -e $(DESTDIR)/etc/securotp/securotp.conf ] || install -m 0644 packaging/securotp.conf $(DESTDIR)/etc/securotp/securotp.conf
+	[ -e $(DESTDIR)/etc/securotp/securotp.conf ] || install -m 0600 packaging/securotp.conf $(DESTDIR)/etc/securotp/securotp.conf
 
 uninstall:
 	rm -f $(DESTDIR)$(PAM_DIR)/pam_securotp.so $(DESTDIR)$(PREFIX)/sbin/securotp \

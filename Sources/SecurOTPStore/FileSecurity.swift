@@ -24,7 +24,7 @@ public enum FileSecurity {
     public enum Sensitivity {
         /// Database and key file: owner-only (mode 0600 or stricter).
         case secret
-        /// Configuration: may be world-readable, never group/world-writable.
+        /// PAM service files and sshd_config (checked by doctor): never group/world-writable.
         case policy
     }
 

@@ -105,7 +105,8 @@ public struct Settings: Sendable, Equatable {
     public mutating func load(configRequired: Bool) throws(StoreError) {
         let bytes: [UInt8]
         do {
-            bytes = try FileSecurity.contents(of: paths.config, .policy, maxSize: 64 * 1024)
+            // Owner-only like the key: it says who is exempt (nullok, groups=) and where the keys are.
+            bytes = try FileSecurity.contents(of: paths.config, .secret, maxSize: 64 * 1024)
         } catch where error.code == .missing {
             if !configRequired { return }
             throw StoreError(.config, "configuration file \(paths.config) does not exist")

@@ -269,13 +269,13 @@ final class Sandbox {
         guard chmod(path, mode) == 0 else { throw HarnessError("chmod \(path): \(String(cString: strerror(errno)))") }
     }
 
-    /// DIR/securotp.conf of a state directory (root-owned, 0644 as the docs ask).
+    /// DIR/securotp.conf of a state directory (root-owned, 0600 as the docs ask).
     func writeConfig(_ text: String, stateDirectory: String? = nil) throws {
         let directory = stateDirectory ?? state
         if !FileManager.default.fileExists(atPath: directory) {
             guard mkdir(directory, 0o700) == 0 else { throw HarnessError("cannot create \(directory)") }
         }
-        try write(text, to: directory + "/securotp.conf")
+        try write(text, to: directory + "/securotp.conf", mode: 0o600)
     }
 
     func mode(of path: String) throws -> mode_t {

@@ -263,7 +263,11 @@ func securotp_seal_for_test(_ key: UnsafeBufferPointer<UInt8>, _ nonce: [UInt8],
 
     @Test func moduleArgumentsChooseFilesFirst() throws {
         let temp = try TemporaryStore()
-        try "deny = 7\n".write(toFile: temp.directory + "/securotp.conf", atomically: true, encoding: .utf8)
+        let config = temp.directory + "/securotp.conf"
+        try "deny = 7\n".write(toFile: config, atomically: true, encoding: .utf8)
+        chmod(config, 0o644)
+        #expect(throws: StoreError(.permissions, "")) { try Settings.fromModuleArguments(["state_dir=\(temp.directory)"]) }
+        chmod(config, 0o600)
         let settings = try Settings.fromModuleArguments(["deny=2", "state_dir=\(temp.directory)"])
         #expect(settings.policy.deny == 2)
         #expect(settings.paths.database == temp.directory + "/securotp.db")
