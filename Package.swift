@@ -39,6 +39,13 @@ let package = Package(
         .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "CSQLite", "CSystem"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record.
         .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CSystem"], swiftSettings: pamSafe),
+        // RSA SecurID 128-bit tokencodes (time-based, AES) with PIN modes. Linked by the module.
+        .target(name: "SecurOTPSecurID", dependencies: ["SecurOTPCore", "COpenSSL"], swiftSettings: pamSafe),
+        // Token import formats: otpauth URIs, Google Authenticator migration, PSKC (RFC 6030),
+        // SecurID .sdtid files and CTF strings. CLI and authenticator only — never the module,
+        // so it may use Foundation (XML) and OpenSSL's EVP interface (COpenSSLImport).
+        .target(name: "COpenSSLImport", linkerSettings: [.linkedLibrary("crypto")]),
+        .target(name: "SecurOTPImport", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "COpenSSLImport"]),
         // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.
         .target(name: "SecurOTPQR"),
 
@@ -83,6 +90,8 @@ let package = Package(
         .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore"], resources: []),
         .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPStore"]),
         .testTarget(name: "SecurOTPQRTests", dependencies: ["SecurOTPQR"]),
+        .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
+        .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["SecurOTPCore"]),
     ]
 )
