@@ -120,6 +120,30 @@ int securotp_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12],
     return ok;
 }
 
+int securotp_aes_encrypt_block(const uint8_t *key, int key_bits, const uint8_t in[16], uint8_t out[16]) {
+    AES_KEY schedule;
+    if (AES_set_encrypt_key(key, key_bits, &schedule) != 0) return 0;
+    AES_encrypt(in, out, &schedule);
+    OPENSSL_cleanse(&schedule, sizeof schedule);
+    return 1;
+}
+
+int securotp_aes_decrypt_block(const uint8_t *key, int key_bits, const uint8_t in[16], uint8_t out[16]) {
+    AES_KEY schedule;
+    if (AES_set_decrypt_key(key, key_bits, &schedule) != 0) return 0;
+    AES_decrypt(in, out, &schedule);
+    OPENSSL_cleanse(&schedule, sizeof schedule);
+    return 1;
+}
+
+void securotp_sha256(const uint8_t *data, size_t length, uint8_t out[32]) {
+    SHA256_CTX ctx;
+    SHA256_Init(&ctx);
+    SHA256_Update(&ctx, data, length);
+    SHA256_Final(out, &ctx);
+    OPENSSL_cleanse(&ctx, sizeof ctx);
+}
+
 void securotp_cleanse(void *buffer, size_t length) { OPENSSL_cleanse(buffer, length); }
 
 int securotp_equal(const void *a, const void *b, size_t length) {

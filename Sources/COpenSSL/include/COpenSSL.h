@@ -25,6 +25,14 @@ int securotp_aes256gcm_open(const uint8_t key[32], const uint8_t nonce[12],
                             const uint8_t *ciphertext, size_t length,
                             const uint8_t tag[16], uint8_t *plaintext);
 
+/* One AES block (ECB of a single block) with a 128- or 256-bit key: SecurID's hashes and
+   tokencode chain. Return 1 on success. */
+int securotp_aes_encrypt_block(const uint8_t *key, int key_bits, const uint8_t in[16], uint8_t out[16]);
+int securotp_aes_decrypt_block(const uint8_t *key, int key_bits, const uint8_t in[16], uint8_t out[16]);
+
+/* SHA-256 of a buffer. */
+void securotp_sha256(const uint8_t *data, size_t length, uint8_t out[32]);
+
 /* Wipes memory in a way the compiler cannot drop (OPENSSL_cleanse). */
 void securotp_cleanse(void *buffer, size_t length);
 /* Constant-time equality of two equal-length buffers: 1 when equal (CRYPTO_memcmp). */
