@@ -1,15 +1,7 @@
 import SecurOTPCore
 import SecurOTPSecurID
 
-/// How a token's PIN (if any) enters the passcode the user types.
-public enum PINMode: String, Sendable, Equatable {
-    /// No PIN: the passcode is the tokencode.
-    case none
-    /// Fob style: the user types the PIN, then the tokencode shown by the token.
-    case prefix
-    /// PINPad style: the token adds the PIN into the tokencode (SecurID AddPIN, PSKC "Algorithmic").
-    case addedByToken
-}
+@_exported import enum SecurOTPCore.PINMode
 
 /// One token read from an import source, before it is sealed into the store.
 public struct ImportedToken {

@@ -28,6 +28,24 @@ enum Schema {
         );
         CREATE INDEX tokens_by_user ON tokens(user);
         """,
+        // 2: imported token kinds (SecurID), PINs (slow hashes only), expiry, drift, recovery codes.
+        """
+        ALTER TABLE tokens ADD COLUMN pin_mode TEXT NOT NULL DEFAULT 'none';
+        ALTER TABLE tokens ADD COLUMN pin_hash BLOB;
+        ALTER TABLE tokens ADD COLUMN pin_length INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE tokens ADD COLUMN pin_change_required INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE tokens ADD COLUMN expires INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE tokens ADD COLUMN drift INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE tokens ADD COLUMN source TEXT NOT NULL DEFAULT 'enroll';
+        CREATE TABLE recovery_codes (
+            user TEXT NOT NULL,
+            id TEXT NOT NULL,
+            hash BLOB NOT NULL,
+            created INTEGER NOT NULL,
+            used INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (user, id)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

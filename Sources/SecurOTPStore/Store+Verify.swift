@@ -107,7 +107,7 @@ extension Store {
         var candidates: [Candidate] = []
         while try statement.step() {
             guard let record = Self.token(from: statement) else { continue }
-            candidates.append(Candidate(record: record, sealedSeed: statement.blob(13)))
+            candidates.append(Candidate(record: record, sealedSeed: statement.blob(Self.tokenColumnCount)))
         }
         return candidates
     }

@@ -66,16 +66,30 @@ public final class Store {
 
     // MARK: tokens
 
-    static let tokenColumns = "serial, user, kind, algorithm, digits, period, counter, last_step, nickname, issuer, state, created, last_used"
+    static let tokenColumns = """
+        serial, user, kind, algorithm, digits, period, counter, last_step, nickname, issuer, state, created, last_used, \
+        pin_mode, pin_hash IS NOT NULL, pin_length, pin_change_required, expires, drift, source
+        """
+    /// The column after `tokenColumns` in a SELECT that appends one.
+    static let tokenColumnCount: Int32 = 20
 
     static func token(from row: SQLiteDatabase.Statement) -> TokenRecord? {
-        guard let kind = OATHKind(rawValue: row.text(2)), let algorithm = HashAlgorithm(name: row.text(3)) else { return nil }
-        return TokenRecord(
-            serial: row.text(0), user: row.text(1),
-            parameters: OATHParameters(kind: kind, algorithm: algorithm, digits: Int(row.integer(4)),
+        guard let kind = TokenKind(rawValue: row.text(2)), let algorithm = HashAlgorithm(name: row.text(3)),
+              let pinMode = PINMode(rawValue: row.text(13)) else { return nil }
+        var record = TokenRecord(
+            serial: row.text(0), user: row.text(1), kind: kind,
+            parameters: OATHParameters(kind: kind == .hotp ? .hotp : .totp, algorithm: algorithm, digits: Int(row.integer(4)),
                                        period: Int(row.integer(5)), counter: UInt64(bitPattern: row.integer(6))),
             lastStep: row.integer(7), nickname: row.text(8), issuer: row.text(9), state: row.text(10),
             created: row.integer(11), lastUsed: row.integer(12))
+        record.pinMode = pinMode
+        record.hasPIN = row.integer(14) != 0
+        record.pinLength = Int(row.integer(15))
+        record.pinChangeRequired = row.integer(16) != 0
+        record.expires = row.integer(17)
+        record.drift = row.integer(18)
+        record.source = row.text(19)
+        return record
     }
 
     /// Tokens of one user, or of everyone when `user` is nil, oldest first.
@@ -97,27 +111,70 @@ public final class Store {
     /// Adds a token with a fresh random serial; refuses more than `maxTokens` per user.
     public func enroll(user: String, parameters: OATHParameters, seed: SecretBytes, nickname: String,
                        issuer: String, maxTokens: Int, now: Int64) throws(StoreError) -> TokenRecord {
+        let token = NewToken(kind: parameters.kind == .hotp ? .hotp : .totp, parameters: parameters, seed: seed,
+                             nickname: nickname, issuer: issuer)
+        return try add([token], user: user, maxTokens: maxTokens, now: now)[0]
+    }
+
+    /// Adds tokens for one user in one transaction: all of them or none (an import that fails
+    /// half-way leaves nothing behind). Refuses more than `maxTokens` per user, a serial that
+    /// is already enrolled, and expired tokens.
+    public func add(_ tokens: [NewToken], user: String, maxTokens: Int, now: Int64) throws(StoreError) -> [TokenRecord] {
         try Self.validate(user: user)
-        try Self.validate(nickname: nickname)
-        if let problem = parameters.problem { throw StoreError(.invalidInput, problem) }
-        return try db.immediateTransaction { () throws(StoreError) -> TokenRecord in
+        for token in tokens {
+            try Self.validate(nickname: token.nickname)
+            if let problem = token.problem { throw StoreError(.invalidInput, problem) }
+            if token.expires > 0, token.expires <= now {
+                throw StoreError(.invalidInput, "token \(token.serial ?? "") expired on \(token.expires) (Unix time); ask its issuer for a new one")
+            }
+        }
+        return try db.immediateTransaction { () throws(StoreError) -> [TokenRecord] in
             let count = try db.prepare("SELECT count(*) FROM tokens WHERE user = ?")
             defer { count.reset() }
             try count.bind(.text(user))
             let existing = try count.step() ? Int(count.integer(0)) : 0
-            guard existing < maxTokens else {
-                throw StoreError(.limit, "\(user) already has \(existing) tokens (limit \(maxTokens)); delete one with: securotp delete \(user) SERIAL, or raise max_tokens in \(paths.config)")
+            guard existing + tokens.count <= maxTokens else {
+                throw StoreError(.limit, "\(user) has \(existing) tokens and \(tokens.count) more would pass the limit of \(maxTokens); delete some with: securotp delete \(user) SERIAL, or raise max_tokens in \(paths.config)")
             }
-            let serial = try freshSerial()
-            let sealed = try SeedSealing.seal(seed, key: keys.dataKey, user: user, serial: serial)
-            try db.prepare("INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, nickname, issuer, created) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
-                .bind(.text(serial), .text(user), .text(parameters.kind.rawValue), .text(parameters.algorithm.name),
-                      .integer(Int64(parameters.digits)), .integer(Int64(parameters.period)),
-                      .integer(Int64(bitPattern: parameters.counter)), .blob(sealed), .text(nickname), .text(issuer), .integer(now))
-                .run()
-            return TokenRecord(serial: serial, user: user, parameters: parameters, lastStep: -1, nickname: nickname,
-                               issuer: issuer, state: "active", created: now, lastUsed: 0)
+            var records: [TokenRecord] = []
+            for token in tokens {
+                let serial: String
+                if let given = token.serial { serial = try unusedSerial(given) } else { serial = try freshSerial() }
+                let sealed = try SeedSealing.seal(token.seed, key: keys.dataKey, user: user, serial: serial)
+                let p = token.parameters
+                try db.prepare("""
+                    INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, nickname, issuer,
+                                        created, pin_mode, expires, source)
+                    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                    """)
+                    .bind(.text(serial), .text(user), .text(token.kind.rawValue), .text(p.algorithm.name),
+                          .integer(Int64(p.digits)), .integer(Int64(p.period)), .integer(Int64(bitPattern: p.counter)),
+                          .blob(sealed), .text(token.nickname), .text(token.issuer), .integer(now),
+                          .text(token.pinMode.rawValue), .integer(token.expires), .text(token.source))
+                    .run()
+                var record = TokenRecord(serial: serial, user: user, kind: token.kind, parameters: p, lastStep: -1,
+                                         nickname: token.nickname, issuer: token.issuer, state: "active", created: now, lastUsed: 0)
+                record.pinMode = token.pinMode
+                record.expires = token.expires
+                record.source = token.source
+                records.append(record)
+            }
+            return records
         }
+    }
+
+    /// An issuer's serial, refused when another token already has it.
+    private func unusedSerial(_ serial: String) throws(StoreError) -> String {
+        guard !serial.isEmpty, serial.utf8.count <= 64, !serial.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7f }) else {
+            throw StoreError(.invalidInput, "token serial \"\(serial)\" is not usable (1–64 printable characters)")
+        }
+        let check = try db.prepare("SELECT user FROM tokens WHERE serial = ?")
+        defer { check.reset() }
+        try check.bind(.text(serial))
+        if try check.step() {
+            throw StoreError(.invalidInput, "token serial \(serial) is already enrolled (user \(check.text(0))); delete it first if it moves")
+        }
+        return serial
     }
 
     /// 10 random decimal digits, not starting with 0, unique in this store.

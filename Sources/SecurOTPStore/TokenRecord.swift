@@ -1,9 +1,18 @@
 import SecurOTPCore
 
-/// One enrolled token as the store describes it (never with its seed).
+/// What algorithm produces a token's codes.
+public enum TokenKind: String, Sendable, Equatable {
+    case totp, hotp
+    /// RSA SecurID 128-bit, time-based (AES); `parameters` holds its digits and interval.
+    case securid
+}
+
+/// One enrolled token as the store describes it (never with its seed or PIN).
 public struct TokenRecord: Sendable, Equatable {
     public var serial: String
     public var user: String
+    public var kind: TokenKind
+    /// OATH parameters; for SecurID only `digits` and `period` (the interval) apply.
     public var parameters: OATHParameters
     /// Last accepted TOTP step (-1: none yet). HOTP keeps its next counter in `parameters`.
     public var lastStep: Int64
@@ -12,6 +21,23 @@ public struct TokenRecord: Sendable, Equatable {
     public var state: String
     public var created: Int64
     public var lastUsed: Int64
+    public var pinMode: PINMode = .none
+    /// A PIN hash is stored (the PIN itself never is).
+    public var hasPIN = false
+    public var pinLength = 0
+    /// The admin asked for a new PIN (`securotp pin require`): set at the next login.
+    public var pinChangeRequired = false
+    /// Unix time after which the token is refused (0: no expiry).
+    public var expires: Int64 = 0
+    /// Learned clock drift in time steps, applied to the window's centre.
+    public var drift: Int64 = 0
+    /// "enroll", or the import format ("otpauth", "pskc", "sdtid", "ctf", ...).
+    public var source = "enroll"
+
+    /// A PIN is part of the passcode but none is set yet: the next login sets one.
+    public var needsNewPIN: Bool { pinMode != .none && (!hasPIN || pinChangeRequired) }
+
+    public func isExpired(at now: Int64) -> Bool { expires > 0 && now >= expires }
 }
 
 /// A user's failure count and lock.

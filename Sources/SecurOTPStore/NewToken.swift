@@ -1,0 +1,43 @@
+import SecurOTPCore
+
+/// A token about to be added to the store, from `securotp enroll` or an import.
+public struct NewToken {
+    public var kind: TokenKind
+    /// For SecurID: digits and period (interval) only.
+    public var parameters: OATHParameters
+    public var seed: SecretBytes
+    /// The issuer's serial (SecurID, PSKC); nil: the store picks a random 10-digit one.
+    public var serial: String?
+    public var nickname: String
+    public var issuer: String
+    public var pinMode: PINMode
+    /// Unix time after which the token is refused; 0: none.
+    public var expires: Int64
+    public var source: String
+
+    public init(kind: TokenKind, parameters: OATHParameters, seed: SecretBytes, serial: String? = nil, nickname: String = "",
+                issuer: String = "", pinMode: PINMode = .none, expires: Int64 = 0, source: String = "enroll") {
+        self.kind = kind
+        self.parameters = parameters
+        self.seed = seed
+        self.serial = serial
+        self.nickname = nickname
+        self.issuer = issuer
+        self.pinMode = pinMode
+        self.expires = expires
+        self.source = source
+    }
+
+    var problem: String? {
+        switch kind {
+        case .totp, .hotp:
+            if seed.count < 10 || seed.count > 128 { return "token secret must be 10–128 bytes (got \(seed.count))" }
+            return parameters.problem
+        case .securid:
+            if seed.count != 16 { return "SecurID seed must be 16 bytes (got \(seed.count))" }
+            if !(1...8).contains(parameters.digits) { return "SecurID tokens show 1–8 digits (got \(parameters.digits))" }
+            if parameters.period != 30 && parameters.period != 60 { return "SecurID interval must be 30 or 60 s (got \(parameters.period))" }
+            return nil
+        }
+    }
+}
