@@ -36,7 +36,7 @@ let package = Package(
         // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
         // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs.
-        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "CSQLite", "CSystem"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CSystem"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record.
         .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CSystem"], swiftSettings: pamSafe),
         // RSA SecurID 128-bit tokencodes (time-based, AES) with PIN modes. Linked by the module.
@@ -78,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPImport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -109,19 +109,35 @@ struct Verification {
             return PAM_AUTH_ERR
         }
         let now = Int64(time(nil))
-        let result: VerifyResult
+        return finish(store { (store) throws(StoreError) in
+            try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now)
+        }, dialogues: 2)
+    }
+
+    /// Runs one store operation through the per-process connection; nil (logged) when the
+    /// store is unavailable.
+    private func store<R>(_ body: (Store) throws(StoreError) -> R) -> R? {
         do {
-            result = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
-                try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now)
-            }
+            return try StoreCache.shared.withStore(settings.paths, body)
         } catch {
             session.log(LOG_ERR, "token store unavailable, denying \(shownUser): \(error.message)")
-            return PAM_AUTHINFO_UNAVAIL
+            return nil
         }
+    }
+
+    /// Turns a verification result into a PAM code, running the follow-up dialogues a result
+    /// can ask for (next tokencode, new PIN) at most `dialogues` times.
+    private mutating func finish(_ result: VerifyResult?, dialogues: Int) -> Int32 {
+        guard let result else { return PAM_AUTHINFO_UNAVAIL }
         switch result.outcome {
         case .accepted(let serial, let digits):
             matchedDigits = digits
-            session.log(LOG_INFO, "accepted code for \(shownUser) (token \(serial))")
+            let how = result.note.isEmpty ? "" : ", \(result.note)"
+            session.log(LOG_INFO, "accepted code for \(shownUser) (token \(serial)\(how))")
+            return PAM_SUCCESS
+        case .acceptedRecoveryCode(let remaining):
+            session.log(LOG_NOTICE, "accepted a recovery code for \(shownUser); \(remaining) left")
+            session.tell("Recovery code accepted. \(remaining) left; ask your administrator for new ones when they run low.")
             return PAM_SUCCESS
         case .locked:
             session.log(LOG_NOTICE, "\(shownUser) is locked after repeated failures; code not checked (lift with: securotp unlock \(shownUser))")
@@ -130,13 +146,70 @@ struct Verification {
             session.log(LOG_WARNING, "refused a replayed code for \(shownUser) (token \(serial)); \(result.failures) consecutive failures")
             session.tell("That code was already used. Wait for the next one.")
         case .rejected:
-            let reason = result.userHasTokens ? "wrong code" : "no active token"
-            session.log(LOG_NOTICE, "rejected code for \(shownUser) (\(reason)); \(result.failures) consecutive failures")
+            session.log(LOG_NOTICE, "rejected code for \(shownUser) (\(result.note)); \(result.failures) consecutive failures")
+        case .nextCodeRequired(let serial, let position):
+            guard dialogues > 0 else { return PAM_AUTH_ERR }
+            session.log(LOG_NOTICE, "asking \(shownUser) for the next code of token \(serial) (\(result.note))")
+            return nextCodeDialogue(serial: serial, position: position, dialogues: dialogues - 1)
+        case .newPINRequired(let serial, let mode):
+            guard dialogues > 0 else { return PAM_AUTH_ERR }
+            session.log(LOG_NOTICE, "\(shownUser) must set a new PIN for token \(serial)")
+            return newPINDialogue(serial: serial, mode: mode, dialogues: dialogues - 1)
         }
         if result.lockedNow {
             let until = settings.policy.unlockTime > 0 ? "for \(settings.policy.unlockTime) s" : "until securotp unlock \(shownUser)"
             session.log(LOG_WARNING, "locked \(shownUser) after \(result.failures) consecutive failures, \(until)")
         }
         return PAM_AUTH_ERR
+    }
+
+    /// SecurID's next-tokencode mode: the code just typed lay outside the window (or too many
+    /// failures preceded it); the code that follows it on the token settles it.
+    private mutating func nextCodeDialogue(serial: String, position: Int64, dialogues: Int) -> Int32 {
+        let (code, response) = session.askSecret("Wait for the code on your token to change, then enter the new code: ")
+        guard let response else { return code }
+        defer { securotp_pam_free_response(response) }
+        let input = UnsafeBufferPointer(start: UnsafeRawPointer(response).assumingMemoryBound(to: UInt8.self), count: strlen(response))
+        let now = Int64(time(nil))
+        return finish(store { (store) throws(StoreError) in
+            try store.verifyNextCode(user: user, serial: serial, position: position, input: input, policy: settings.policy, now: now)
+        }, dialogues: dialogues)
+    }
+
+    /// New-PIN mode: the tokencode proved the token; the user picks a PIN (asked twice, checked
+    /// against the rules), then logs in with a passcode made with it.
+    private mutating func newPINDialogue(serial: String, mode: PINMode, dialogues: Int) -> Int32 {
+        let rule = mode == .addedByToken ? "4 to 8 digits" : "4 to 8 letters or digits"
+        let (firstCode, first) = session.askSecret("Enter a new PIN (\(rule)): ")
+        guard let first else { return firstCode }
+        defer { securotp_pam_free_response(first) }
+        let (secondCode, second) = session.askSecret("Enter the new PIN again: ")
+        guard let second else { return secondCode }
+        defer { securotp_pam_free_response(second) }
+        let pin = UnsafeBufferPointer(start: UnsafeRawPointer(first).assumingMemoryBound(to: UInt8.self), count: strlen(first))
+        let again = UnsafeBufferPointer(start: UnsafeRawPointer(second).assumingMemoryBound(to: UInt8.self), count: strlen(second))
+        guard ConstantTime.equal(pin, again) else {
+            session.error("The PINs differ. Log in again to set your PIN.")
+            session.log(LOG_NOTICE, "new PIN for \(shownUser) (token \(serial)) not set: the two entries differed")
+            return PAM_AUTH_ERR
+        }
+        if let problem = PINRules.problem(pin, mode: mode) {
+            session.error("PIN refused: \(problem). Log in again to set your PIN.")
+            session.log(LOG_NOTICE, "new PIN for \(shownUser) (token \(serial)) refused by the PIN rules")
+            return PAM_AUTH_ERR
+        }
+        guard store({ (store) throws(StoreError) in try store.setPIN(user: user, serial: serial, pin: pin) }) != nil else {
+            return PAM_AUTHINFO_UNAVAIL
+        }
+        session.log(LOG_NOTICE, "\(shownUser) set a new PIN for token \(serial)")
+        let how = mode == .addedByToken ? "the passcode your token shows with the new PIN" : "your new PIN followed by the next code"
+        let (code, response) = session.askSecret("PIN set. Wait for the code to change, then enter \(how): ")
+        guard let response else { return code }
+        defer { securotp_pam_free_response(response) }
+        let input = UnsafeBufferPointer(start: UnsafeRawPointer(response).assumingMemoryBound(to: UInt8.self), count: strlen(response))
+        let now = Int64(time(nil))
+        return finish(store { (store) throws(StoreError) in
+            try store.verify(user: user, input: input, codeAtEnd: false, policy: settings.policy, now: now)
+        }, dialogues: dialogues)
     }
 }

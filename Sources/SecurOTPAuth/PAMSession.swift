@@ -48,10 +48,15 @@ struct PAMSession {
     }
 
     /// PAM_SILENT silences messages, never prompts.
-    func tell(_ message: String) {
+    func tell(_ message: String) { show(PAM_TEXT_INFO, message) }
+
+    /// An error the user must read to go on (a refused PIN); PAM_SILENT still silences it.
+    func error(_ message: String) { show(PAM_ERROR_MSG, message) }
+
+    private func show(_ style: Int32, _ message: String) {
         guard !silent else { return }
         var ignored: UnsafeMutablePointer<CChar>?
-        _ = securotp_pam_prompt(handle, PAM_TEXT_INFO, message, &ignored)
+        _ = securotp_pam_prompt(handle, style, message, &ignored)
         securotp_pam_free_response(ignored)
     }
 }

@@ -65,6 +65,8 @@ public struct Settings: Sendable, Equatable {
             prompt = value
         case "window": policy.window = try integer(0...10)
         case "hotp_lookahead": policy.hotpLookahead = try integer(0...100)
+        case "resync_window": policy.resyncWindow = try integer(0...1000)
+        case "next_code_after": policy.nextCodeAfter = try integer(0...100)
         case "deny": policy.deny = try integer(0...1000)
         case "unlock_time": policy.unlockTime = Int64(try integer(0...31_536_000))
         case "nullok": nullok = try flag()

@@ -1,11 +1,17 @@
 import SecurOTPCore
 
-/// How a passcode is checked: window, look-ahead and lockout.
+/// How a passcode is checked: windows, look-ahead, resync and lockout.
 public struct VerifyPolicy: Sendable, Equatable {
-    /// TOTP: steps accepted either side of the current one.
+    /// TOTP and SecurID: steps accepted either side of the current one (plus learned drift).
     public var window = 1
     /// HOTP: counter values accepted ahead of the next expected one.
     public var hotpLookahead = 10
+    /// How far outside the window a code may lie and still start the next-tokencode
+    /// dialogue (steps either side for time tokens, counter values ahead for HOTP; 0: never).
+    public var resyncWindow = 50
+    /// After this many consecutive failures even a right code must be followed by the
+    /// token's next code (SecurID's next-tokencode mode; 0: never).
+    public var nextCodeAfter = 0
     /// Consecutive failures that lock the user (0: never lock).
     public var deny = 5
     /// Seconds a lock lasts (0: until `securotp unlock`).
@@ -17,11 +23,19 @@ public struct VerifyPolicy: Sendable, Equatable {
 public enum VerifyOutcome: Sendable, Equatable {
     /// `digits` tells a caller with password+code input where the code began.
     case accepted(serial: String, digits: Int)
+    /// A single-use recovery code was accepted and is now spent.
+    case acceptedRecoveryCode(remaining: Int)
     case rejected
     /// The code was right but its step or counter was used before.
     case replayed(serial: String)
     /// Locked by earlier failures; nothing was checked.
     case locked
+    /// The tokencode was right (and is now used up) but the token needs a new PIN first:
+    /// set one with `setPIN`, then ask for a passcode made with it.
+    case newPINRequired(serial: String, pinMode: PINMode)
+    /// The code matched only outside the window, or failures reached `nextCodeAfter`:
+    /// ask for the token's next code and check it with `verifyNextCode(position:)`.
+    case nextCodeRequired(serial: String, position: Int64)
 }
 
 public struct VerifyResult: Sendable, Equatable {
@@ -31,6 +45,8 @@ public struct VerifyResult: Sendable, Equatable {
     /// Failures so far after this attempt, and whether this attempt caused a lock.
     public var failures: Int
     public var lockedNow: Bool
+    /// Why, for the admin's log (never a code, PIN or seed): "wrong PIN", "token expired", ...
+    public var note: String = ""
 }
 
 extension Store {
@@ -42,10 +58,11 @@ extension Store {
         return try statement.step()
     }
 
-    /// Checks `input` against every active token of `user` and records the result in one
-    /// BEGIN IMMEDIATE transaction: an accepted TOTP step or HOTP counter is stored before this
-    /// returns (WAL, synchronous=FULL), so the same code can never be accepted twice — not even
-    /// by two logins at the same instant, which serialise on the write lock.
+    /// Checks `input` against every active token of `user` (and the user's recovery codes) and
+    /// records the result in one BEGIN IMMEDIATE transaction: an accepted step or counter is
+    /// stored before this returns (WAL, synchronous=FULL), so the same code can never be
+    /// accepted twice — not even by two logins at the same instant, which serialise on the
+    /// write lock.
     ///
     /// With `codeAtEnd`, the code is the last `digits` characters of `input` (password+code).
     /// Users without tokens and unknown users are answered like users with a wrong code:
@@ -59,124 +76,224 @@ extension Store {
             }
             if state.lockedUntil != 0 { state = UserState(failures: 0, lockedUntil: 0) } // lock ran out
 
+            if !codeAtEnd, RecoveryCodes.looksLikeCode(input) {
+                if let remaining = try spendRecoveryCode(user: user, input: input, now: now) {
+                    try clearFailures(user)
+                    return VerifyResult(outcome: .acceptedRecoveryCode(remaining: remaining), userHasTokens: true, failures: 0, lockedNow: false)
+                }
+                return try recordFailure(user, state, policy, now, outcome: .rejected, hasTokens: true, note: "not a valid unused recovery code")
+            }
+
             let candidates = try activeTokens(user: user)
             var replayedSerial: String?
+            var outsideWindow: (serial: String, position: Int64)?
+            var note = candidates.isEmpty ? "no active token" : "wrong code"
             for candidate in candidates {
-                guard let seed = SeedSealing.open(candidate.sealedSeed, key: keys.dataKey, user: user, serial: candidate.record.serial) else {
-                    throw StoreError(.corrupt, "sealed seed of token \(candidate.record.serial) (user \(user)) does not open: altered, moved, or sealed under another key file")
+                let record = candidate.record
+                if record.isExpired(at: now) {
+                    note = "token \(record.serial) expired"
+                    continue
                 }
-                let digits = candidate.record.parameters.digits
-                guard input.count >= digits, codeAtEnd || input.count == digits else { continue }
-                let code = UnsafeBufferPointer(rebasing: input[(input.count - digits)...])
-                switch match(candidate.record, seed: seed, code: code, policy: policy, now: now) {
-                case .accept(let record):
-                    try recordAcceptance(record, now: now)
-                    return VerifyResult(outcome: .accepted(serial: record.serial, digits: digits), userHasTokens: true, failures: 0, lockedNow: false)
-                case .replay: replayedSerial = replayedSerial ?? candidate.record.serial
-                case .none: continue
+                let seed = try openSeed(candidate.sealedSeed, record)
+                let digits = record.parameters.digits
+                // What the user typed: the code alone, the PIN before it, or password+code.
+                let passcode: UnsafeBufferPointer<UInt8>
+                if codeAtEnd {
+                    guard input.count >= digits else { continue }
+                    passcode = UnsafeBufferPointer(rebasing: input[(input.count - digits)...])
+                } else {
+                    passcode = input
+                }
+                // A token waiting for its first PIN is answered with the bare tokencode.
+                let pinMode = record.needsNewPIN && !record.hasPIN ? PINMode.none : record.pinMode
+                let matcher = PasscodeMatcher(mode: pinMode, pinHash: candidate.pinHash, pinLength: record.pinLength, passcode: passcode)
+                let found = matcher.find(in: codes(record, seed: seed, around: now, policy: policy))
+                switch found {
+                case .match(let position):
+                    guard isFresh(position, record) else {
+                        replayedSerial = replayedSerial ?? record.serial
+                        continue
+                    }
+                    if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter {
+                        return VerifyResult(outcome: .nextCodeRequired(serial: record.serial, position: position), userHasTokens: true,
+                                            failures: state.failures, lockedNow: false, note: "next code required after \(state.failures) failures")
+                    }
+                    try recordAcceptance(record, position: position, now: now)
+                    try clearFailures(user)
+                    if record.needsNewPIN {
+                        return VerifyResult(outcome: .newPINRequired(serial: record.serial, pinMode: record.pinMode), userHasTokens: true,
+                                            failures: 0, lockedNow: false)
+                    }
+                    return VerifyResult(outcome: .accepted(serial: record.serial, digits: codeAtEnd ? digits : passcode.count),
+                                        userHasTokens: true, failures: 0, lockedNow: false)
+                case .wrongPIN:
+                    note = "right tokencode, wrong PIN (token \(record.serial))"
+                case .none:
+                    break
+                }
+                // PINPad passcodes cost a slow PIN hash per candidate code: no wide search for them.
+                if outsideWindow == nil, policy.resyncWindow > 0, pinMode != .addedByToken,
+                   case .match(let position) = matcher.find(in: codes(record, seed: seed, around: now, policy: policy, resync: true)),
+                   isFresh(position, record) {
+                    outsideWindow = (record.serial, position)
                 }
             }
             if candidates.isEmpty { burnDecoyWork(input: input, policy: policy) }
-
-            let failures = state.failures + 1
-            let lockNow = policy.deny > 0 && failures >= policy.deny
-            let lockedUntil = lockNow ? (policy.unlockTime > 0 ? now + policy.unlockTime : UserState.lockedUntilUnlocked) : 0
-            try db.prepare("""
-                INSERT INTO users (name, failures, locked_until, last_failure) VALUES (?1, ?2, ?3, ?4)
-                ON CONFLICT(name) DO UPDATE SET failures = ?2, locked_until = ?3, last_failure = ?4
-                """).bind(.text(user), .integer(Int64(failures)), .integer(lockedUntil), .integer(now)).run()
+            if let outsideWindow, replayedSerial == nil {
+                // Not a failure yet: the next code decides (verifyNextCode counts it then).
+                return VerifyResult(outcome: .nextCodeRequired(serial: outsideWindow.serial, position: outsideWindow.position),
+                                    userHasTokens: true, failures: state.failures, lockedNow: false, note: "code outside the window; asking for the next one")
+            }
             let outcome: VerifyOutcome = replayedSerial.map { .replayed(serial: $0) } ?? .rejected
-            return VerifyResult(outcome: outcome, userHasTokens: !candidates.isEmpty, failures: failures, lockedNow: lockNow)
+            return try recordFailure(user, state, policy, now, outcome: outcome, hasTokens: !candidates.isEmpty, note: note)
         }
     }
 
-    private struct Candidate {
+    /// Second half of the next-tokencode dialogue: `input` must be the code that follows the
+    /// one found at `position` on token `serial`. Accepting it stores the token's drift.
+    public func verifyNextCode(user: String, serial: String, position: Int64, input: UnsafeBufferPointer<UInt8>,
+                               policy: VerifyPolicy, now: Int64) throws(StoreError) -> VerifyResult {
+        try db.immediateTransaction { () throws(StoreError) -> VerifyResult in
+            let state = try userState(user)
+            if state.isLocked(at: now) {
+                return VerifyResult(outcome: .locked, userHasTokens: true, failures: state.failures, lockedNow: false)
+            }
+            guard let candidate = try activeTokens(user: user).first(where: { $0.record.serial == serial }),
+                  !candidate.record.isExpired(at: now), position < Int64.max - 1 else {
+                return try recordFailure(user, state, policy, now, outcome: .rejected, hasTokens: true, note: "token \(serial) gone during resync")
+            }
+            let record = candidate.record
+            let seed = try openSeed(candidate.sealedSeed, record)
+            let next = position + 1
+            let pinMode = record.needsNewPIN && !record.hasPIN ? PINMode.none : record.pinMode
+            let matcher = PasscodeMatcher(mode: pinMode, pinHash: candidate.pinHash, pinLength: record.pinLength, passcode: input)
+            guard case .match = matcher.find(in: [(next, code(record, seed: seed, position: next))]), isFresh(next, record) else {
+                return try recordFailure(user, state, policy, now, outcome: .rejected, hasTokens: true, note: "next code did not follow (token \(serial))")
+            }
+            try recordAcceptance(record, position: next, now: now, learnDriftFrom: currentPosition(record, now: now))
+            try clearFailures(user)
+            if record.needsNewPIN {
+                return VerifyResult(outcome: .newPINRequired(serial: serial, pinMode: record.pinMode), userHasTokens: true, failures: 0, lockedNow: false)
+            }
+            return VerifyResult(outcome: .accepted(serial: serial, digits: input.count), userHasTokens: true, failures: 0, lockedNow: false,
+                                note: "resynchronised")
+        }
+    }
+
+    // MARK: codes
+
+    struct Candidate {
         var record: TokenRecord
         var sealedSeed: [UInt8]
+        var pinHash: [UInt8]
     }
 
-    private enum Match {
-        case accept(TokenRecord)
-        case replay
-        case none
-    }
-
-    private func activeTokens(user: String) throws(StoreError) -> [Candidate] {
-        let statement = try db.prepare("SELECT \(Self.tokenColumns), sealed_seed FROM tokens WHERE user = ? AND state = 'active' ORDER BY created, serial")
+    func activeTokens(user: String) throws(StoreError) -> [Candidate] {
+        let statement = try db.prepare("""
+            SELECT \(Self.tokenColumns), sealed_seed, pin_hash FROM tokens
+            WHERE user = ? AND state = 'active' ORDER BY created, serial
+            """)
         try statement.bind(.text(user))
         var candidates: [Candidate] = []
         while try statement.step() {
             guard let record = Self.token(from: statement) else { continue }
-            candidates.append(Candidate(record: record, sealedSeed: statement.blob(Self.tokenColumnCount)))
+            candidates.append(Candidate(record: record, sealedSeed: statement.blob(Self.tokenColumnCount),
+                                        pinHash: statement.blob(Self.tokenColumnCount + 1)))
         }
         return candidates
     }
 
-    /// Compares every code in the window; all of them are computed so the time taken does not
-    /// depend on which one matched.
-    private func match(_ record: TokenRecord, seed: SecretBytes, code: UnsafeBufferPointer<UInt8>,
-                       policy: VerifyPolicy, now: Int64) -> Match {
-        let p = record.parameters
-        var accepted: TokenRecord?
-        var replay = false
-        switch p.kind {
-        case .totp:
-            guard let current = OTP.timeStep(unixTime: now, period: p.period) else { return .none }
-            let window = Int64(max(0, policy.window))
-            let currentStep = Int64(clamping: current)
-            for step in (currentStep - window)...(currentStep + window) where step >= 0 {
-                let expected = OTP.hotp(secret: seed, counter: UInt64(step), digits: p.digits, algorithm: p.algorithm)
-                guard expected.withUnsafeBufferPointer({ ConstantTime.equal($0, code) }) else { continue }
-                if step > record.lastStep {
-                    if accepted == nil {
-                        var updated = record
-                        updated.lastStep = step
-                        accepted = updated
-                    }
-                } else {
-                    replay = true
-                }
-            }
-        case .hotp:
-            let next = p.counter
-            let lookahead = UInt64(max(0, policy.hotpLookahead))
-            // Codes just behind the counter are checked only to report a replay.
-            let first = next >= lookahead ? next - lookahead : 0
-            var counter = first
-            while counter <= next &+ lookahead, counter >= first {
-                let expected = OTP.hotp(secret: seed, counter: counter, digits: p.digits, algorithm: p.algorithm)
-                if expected.withUnsafeBufferPointer({ ConstantTime.equal($0, code) }) {
-                    if counter >= next {
-                        if accepted == nil {
-                            var updated = record
-                            updated.parameters.counter = counter &+ 1
-                            accepted = updated
-                        }
-                    } else {
-                        replay = true
-                    }
-                }
-                counter &+= 1
-            }
+    func openSeed(_ sealed: [UInt8], _ record: TokenRecord) throws(StoreError) -> SecretBytes {
+        guard let seed = SeedSealing.open(sealed, key: keys.dataKey, user: record.user, serial: record.serial) else {
+            throw StoreError(.corrupt, "sealed seed of token \(record.serial) (user \(record.user)) does not open: altered, moved, or sealed under another key file")
         }
-        if let accepted { return .accept(accepted) }
-        return replay ? .replay : .none
+        return seed
     }
+
+    /// The step (time tokens) or counter (HOTP) that `now` falls on, drift included.
+    func currentPosition(_ record: TokenRecord, now: Int64) -> Int64 {
+        switch record.kind {
+        case .hotp: Int64(bitPattern: record.parameters.counter)
+        case .totp, .securid: Int64(clamping: OTP.timeStep(unixTime: now, period: record.parameters.period) ?? 0) + record.drift
+        }
+    }
+
+    /// The codes a token shows at the positions a login may use: the window (or, with
+    /// `resync`, the wider band around it), each with its step or counter.
+    func codes(_ record: TokenRecord, seed: SecretBytes, around now: Int64, policy: VerifyPolicy,
+               resync: Bool = false) -> [(position: Int64, code: [UInt8])] {
+        let centre = currentPosition(record, now: now)
+        let range: ClosedRange<Int64>
+        switch record.kind {
+        case .hotp:
+            let ahead = Int64(max(0, policy.hotpLookahead))
+            // Codes just behind the counter are computed to recognise a replay.
+            range = resync ? (centre &+ ahead &+ 1)...(centre &+ ahead &+ Int64(policy.resyncWindow))
+                           : max(0, centre - ahead)...(centre &+ ahead)
+        case .totp, .securid:
+            let window = Int64(max(0, policy.window))
+            range = resync ? (centre - Int64(policy.resyncWindow))...(centre + Int64(policy.resyncWindow))
+                           : (centre - window)...(centre + window)
+        }
+        var out: [(position: Int64, code: [UInt8])] = []
+        for position in range where position >= 0 {
+            if resync, position >= centre - Int64(policy.window), position <= centre + Int64(policy.window), record.kind != .hotp { continue }
+            out.append((position: position, code: code(record, seed: seed, position: position)))
+        }
+        return out
+    }
+
+    func code(_ record: TokenRecord, seed: SecretBytes, position: Int64) -> [UInt8] {
+        let p = record.parameters
+        switch record.kind {
+        case .totp, .hotp:
+            return OTP.hotp(secret: seed, counter: UInt64(position), digits: p.digits, algorithm: p.algorithm)
+        case .securid:
+            return SecurIDCode.tokencode(seed: seed, serial: record.serial, digits: p.digits, interval: p.period,
+                                         unixTime: position &* Int64(p.period))
+        }
+    }
+
+    /// A position is fresh when it lies after everything this token accepted before.
+    func isFresh(_ position: Int64, _ record: TokenRecord) -> Bool {
+        switch record.kind {
+        case .hotp: position >= Int64(bitPattern: record.parameters.counter)
+        case .totp, .securid: position > record.lastStep
+        }
+    }
+
+    // MARK: recording
 
     /// Conditional update: only moves the step/counter forward, so even a second writer that
     /// somehow bypassed the transaction could not accept the same code.
-    private func recordAcceptance(_ record: TokenRecord, now: Int64) throws(StoreError) {
-        switch record.parameters.kind {
-        case .totp:
-            try db.prepare("UPDATE tokens SET last_step = ?, last_used = ? WHERE serial = ? AND last_step < ?")
-                .bind(.integer(record.lastStep), .integer(now), .text(record.serial), .integer(record.lastStep)).run()
+    func recordAcceptance(_ record: TokenRecord, position: Int64, now: Int64, learnDriftFrom expected: Int64? = nil) throws(StoreError) {
+        let drift = expected.map { record.drift + (position - $0) } ?? record.drift
+        switch record.kind {
+        case .totp, .securid:
+            try db.prepare("UPDATE tokens SET last_step = ?1, last_used = ?2, drift = ?3 WHERE serial = ?4 AND last_step < ?1")
+                .bind(.integer(position), .integer(now), .integer(drift), .text(record.serial)).run()
         case .hotp:
-            let counter = Int64(bitPattern: record.parameters.counter)
-            try db.prepare("UPDATE tokens SET counter = ?, last_used = ? WHERE serial = ? AND counter < ?")
-                .bind(.integer(counter), .integer(now), .text(record.serial), .integer(counter)).run()
+            let counter = position &+ 1
+            try db.prepare("UPDATE tokens SET counter = ?1, last_used = ?2 WHERE serial = ?3 AND counter < ?1")
+                .bind(.integer(counter), .integer(now), .text(record.serial)).run()
         }
         guard db.changes == 1 else { throw StoreError(.database, "token \(record.serial) changed during verification; try again") }
-        try db.prepare("DELETE FROM users WHERE name = ?").bind(.text(record.user)).run()
+    }
+
+    func clearFailures(_ user: String) throws(StoreError) {
+        try db.prepare("DELETE FROM users WHERE name = ?").bind(.text(user)).run()
+    }
+
+    func recordFailure(_ user: String, _ state: UserState, _ policy: VerifyPolicy, _ now: Int64,
+                       outcome: VerifyOutcome, hasTokens: Bool, note: String) throws(StoreError) -> VerifyResult {
+        let failures = state.failures + 1
+        let lockNow = policy.deny > 0 && failures >= policy.deny
+        let lockedUntil = lockNow ? (policy.unlockTime > 0 ? now + policy.unlockTime : UserState.lockedUntilUnlocked) : 0
+        try db.prepare("""
+            INSERT INTO users (name, failures, locked_until, last_failure) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT(name) DO UPDATE SET failures = ?2, locked_until = ?3, last_failure = ?4
+            """).bind(.text(user), .integer(Int64(failures)), .integer(lockedUntil), .integer(now)).run()
+        return VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: failures, lockedNow: lockNow, note: note)
     }
 
     /// The HMAC work of one default TOTP token, with a throwaway key.

@@ -17,7 +17,8 @@ struct SecurOTP: ParsableCommand {
           securotp doctor                  # check config, permissions and PAM stacks
           securotp list alice
         """,
-        subcommands: [Enroll.self, List.self, Nickname.self, Delete.self, Reset.self,
+        subcommands: [Enroll.self, Import.self, List.self, Nickname.self, Delete.self, Reset.self,
+                      PIN.self, Resync.self, RecoveryCodesCommand.self,
                       BindingIDCommand.self, Unlock.self, Status.self, Doctor.self]
     )
 

@@ -70,7 +70,8 @@ struct LoginTests {
         #expect(next.status == PAM.success, "the next code (counter 4): \(next)")
 
         // hotp_lookahead=3 as a module argument: expected counter is now 5; 5+4 is too far, 5+3 is fine.
-        let narrow = try box.service("hotp-narrow", ["deny=0", "hotp_lookahead=3"])
+        // (resync_window=0: no next-code dialogue for codes beyond the look-ahead.)
+        let narrow = try box.service("hotp-narrow", ["deny=0", "hotp_lookahead=3", "resync_window=0"])
         if codes[9] != codes[8] {
             let tooFar = try box.login(narrow, "root", [codes[9]])
             #expect(tooFar.status == PAM.authError, "counter 9 is beyond look-ahead 3 from 5: \(tooFar)")
@@ -78,6 +79,17 @@ struct LoginTests {
         }
         let withinReach = try box.login(narrow, "root", [codes[8]])
         #expect(withinReach.status == PAM.success, "counter 8 is within look-ahead 3 from 5: \(withinReach)")
+
+        // With resync (the default), a code beyond the look-ahead asks for the token's next
+        // code; the pair is accepted and moves the counter past both.
+        let resync = try box.service("hotp-resync", ["deny=0", "hotp_lookahead=3"])
+        let far = try (20...21).map { try Oath.hotp(token.secret, counter: UInt64($0)) }
+        let pair = try box.login(resync, "root", [far[0], far[1]])
+        #expect(pair.status == PAM.success, "code 20 then 21: \(pair)")
+        #expect(pair.prompts.count == 2 && pair.prompts[1].contains("Wait for the code on your token to change"), "\(pair)")
+        #expect(try box.listTokens("root").first?["counter"] as? Int == 22)
+        let notNext = try box.login(resync, "root", [try Oath.hotp(token.secret, counter: 30), try Oath.hotp(token.secret, counter: 32)])
+        #expect(notNext.status == PAM.authError, "30 then 32 is not a consecutive pair: \(notNext)")
     }
 
     @Test("SHA256, 8 digits, 60 s steps: only the matching code is accepted")

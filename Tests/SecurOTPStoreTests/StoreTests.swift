@@ -43,8 +43,11 @@ extension Store {
         #expect(try temp.store.verify("alice", code(seed, counter: step - 1), now: t0).outcome == .replayed(serial: token.serial))
         #expect(try temp.store.verify("alice", code(seed, counter: step), now: t0).outcome == .accepted(serial: token.serial, digits: 6))
         #expect(try temp.store.verify("alice", code(seed, counter: step), now: t0 + 1).outcome == .replayed(serial: token.serial))
-        // Two steps away is outside the window.
-        #expect(try temp.store.verify("alice", code(seed, counter: step + 3), now: t0).outcome == .rejected)
+        // Three steps away is outside the window: rejected without resync, else the next code is asked for.
+        var strict = VerifyPolicy()
+        strict.resyncWindow = 0
+        #expect(try temp.store.verify("alice", code(seed, counter: step + 3), policy: strict, now: t0).outcome == .rejected)
+        #expect(try temp.store.verify("alice", code(seed, counter: step + 3), now: t0).outcome == .nextCodeRequired(serial: token.serial, position: Int64(step + 3)))
         var wide = VerifyPolicy()
         wide.window = 3
         #expect(try temp.store.verify("alice", code(seed, counter: step + 3), policy: wide, now: t0).outcome == .accepted(serial: token.serial, digits: 6))
@@ -63,7 +66,7 @@ extension Store {
         #expect(try temp.store.verify("bob", code(seed, counter: 4, digits: 8, algorithm: .sha256), now: t0).outcome == accepted)
         #expect(try temp.store.tokens(user: "bob").first?.parameters.counter == 5)
         #expect(try temp.store.verify("bob", code(seed, counter: 2, digits: 8, algorithm: .sha256), now: t0).outcome == .replayed(serial: token.serial))
-        #expect(try temp.store.verify("bob", code(seed, counter: 5 + 11, digits: 8, algorithm: .sha256), now: t0).outcome == .rejected)
+        #expect(try temp.store.verify("bob", code(seed, counter: 5 + 11, digits: 8, algorithm: .sha256), now: t0).outcome == .nextCodeRequired(serial: token.serial, position: 16))
         #expect(try temp.store.verify("bob", code(seed, counter: 5 + 10, digits: 8, algorithm: .sha256), now: t0).outcome == accepted)
         // A 6-digit answer never matches an 8-digit token.
         #expect(try temp.store.verify("bob", Array(code(seed, counter: 16, digits: 8, algorithm: .sha256).suffix(6)), now: t0).outcome == .rejected)

@@ -32,6 +32,7 @@ build_module() {
     -emit-object -o "$out/$name.o" "$dir"/*.swift
 }
 build_module SecurOTPCore Sources/SecurOTPCore
+build_module SecurOTPSecurID Sources/SecurOTPSecurID
 build_module SecurOTPStore Sources/SecurOTPStore
 build_module SecurOTPAuth Sources/SecurOTPAuth
 build_module PAMModule pam/pam_securotp
@@ -42,7 +43,7 @@ libs=(-lcrypto -lsqlite3)
 # String comparison and hashing need the Unicode tables the full runtime would carry.
 unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
 "$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \
-  "$out"/PAMModule.o "$out"/SecurOTPAuth.o "$out"/SecurOTPStore.o "$out"/SecurOTPCore.o \
+  "$out"/PAMModule.o "$out"/SecurOTPAuth.o "$out"/SecurOTPStore.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
   "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o \
   "$unicode" "${libs[@]}" -lpam -lm \
   -Wl,--version-script=pam/pam_securotp/exports.map -Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro \

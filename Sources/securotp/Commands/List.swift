@@ -35,13 +35,15 @@ struct List: ParsableCommand {
                 print(user.map { "\($0) has no tokens. Enroll one with: securotp enroll \($0)" } ?? "No tokens enrolled. Enroll one with: securotp enroll USER")
                 return
             }
-            var header = ["SERIAL", "NICKNAME", "KIND", "ALGORITHM", "DIGITS", "PERIOD", "STATE", "CREATED", "LAST USED"]
+            var header = ["SERIAL", "NICKNAME", "KIND", "ALGORITHM", "DIGITS", "PERIOD", "PIN", "STATE", "EXPIRES", "CREATED", "LAST USED"]
             if user == nil { header.insert("USER", at: 0) }
             let rows = tokens.map { record -> [String] in
                 let p = record.parameters
-                var row = [record.serial, record.nickname.isEmpty ? "-" : record.nickname, p.kind.rawValue, p.algorithm.name,
-                           String(p.digits), p.kind == .totp ? "\(p.period)s" : "-",
-                           locked.contains(record.user) ? "locked" : record.state,
+                var row = [record.serial, record.nickname.isEmpty ? "-" : record.nickname, record.kind.rawValue,
+                           record.kind == .securid ? "AES-128" : p.algorithm.name,
+                           String(p.digits), record.kind == .hotp ? "-" : "\(p.period)s", Formatting.pin(record),
+                           locked.contains(record.user) ? "locked" : (record.isExpired(at: now) ? "expired" : record.state),
+                           record.expires > 0 ? Formatting.time(record.expires) : "never",
                            Formatting.time(record.created), Formatting.time(record.lastUsed)]
                 if user == nil { row.insert(record.user, at: 0) }
                 return row

@@ -41,17 +41,31 @@ enum Formatting {
             ("serial", .string(record.serial)),
             ("user", .string(record.user)),
             ("nickname", .string(record.nickname)),
-            ("kind", .string(p.kind.rawValue)),
-            ("algorithm", .string(p.algorithm.name)),
+            ("kind", .string(record.kind.rawValue)),
+            ("algorithm", .string(record.kind == .securid ? "AES-128" : p.algorithm.name)),
             ("digits", .number(Int64(p.digits))),
-            ("period", p.kind == .totp ? .number(Int64(p.period)) : .null),
-            ("counter", p.kind == .hotp ? .number(Int64(bitPattern: p.counter)) : .null),
+            ("period", record.kind == .hotp ? .null : .number(Int64(p.period))),
+            ("counter", record.kind == .hotp ? .number(Int64(bitPattern: p.counter)) : .null),
             ("issuer", .string(record.issuer)),
             ("state", .string(record.state)),
             ("created", isoTime(record.created)),
             ("last_used", isoTime(record.lastUsed)),
-            ("expires", .null),
+            ("expires", isoTime(record.expires)),
+            ("pin_mode", .string(record.pinMode.rawValue)),
+            ("pin_set", .bool(record.hasPIN)),
+            ("pin_change_required", .bool(record.pinChangeRequired)),
+            ("source", .string(record.source)),
         ])
+    }
+
+    /// "-", "set", "new PIN due", for `list` and `import`.
+    static func pin(_ record: TokenRecord) -> String {
+        switch record.pinMode {
+        case .none: return "-"
+        case .prefix, .addedByToken:
+            let style = record.pinMode == .prefix ? "fob" : "pinpad"
+            return record.needsNewPIN ? "\(style), new PIN due" : "\(style), set"
+        }
     }
 }
 

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Glibc
+import SecurOTPStore
+
+struct PIN: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pin",
+        abstract: "Set, clear or require a token's PIN.",
+        discussion: """
+        PINs have 4 to 8 characters: digits only for tokens that add the PIN into their code (PINPad style), letters and digits for tokens where the PIN is typed before the code (fob style). Only a slow salted hash is stored.
+
+        Examples:
+          securotp pin set alice 000123456789        # asks twice on the terminal
+          printf '2468\\n2468\\n' | securotp pin set alice 000123456789
+          securotp pin require alice 000123456789    # new PIN at the next login
+        """,
+        subcommands: [Set.self, Clear.self, Require.self]
+    )
+
+    struct Set: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Set a token's PIN (read twice from the terminal, or two lines of standard input).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The token's owner.") var user: String
+        @Argument(help: "The token's serial.") var serial: String
+
+        func run() throws {
+            let store = try CommandContext(global).openStore()
+            _ = try store.token(user: user, serial: serial)
+            var first = try SecretInput.read(prompt: "New PIN: ")
+            var second = try SecretInput.read(prompt: "New PIN again: ")
+            defer {
+                for index in first.indices { first[index] = 0 }
+                for index in second.indices { second[index] = 0 }
+            }
+            guard first == second else { throw CLIError(message: "the two PINs differ; nothing changed", exitCode: 65) }
+            try first.withUnsafeBufferPointer { (pin) throws(StoreError) in try store.setPIN(user: user, serial: serial, pin: pin) }
+            print("PIN set for token \(serial) of \(user).")
+        }
+    }
+
+    struct Clear: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove a token's PIN: the passcode is the tokencode alone.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The token's owner.") var user: String
+        @Argument(help: "The token's serial.") var serial: String
+
+        func run() throws {
+            try CommandContext(global).openStore().clearPIN(user: user, serial: serial)
+            print("PIN cleared for token \(serial) of \(user).")
+        }
+    }
+
+    struct Require: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Make the next login with this token set a new PIN.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The token's owner.") var user: String
+        @Argument(help: "The token's serial.") var serial: String
+
+        func run() throws {
+            try CommandContext(global).openStore().requirePIN(user: user, serial: serial)
+            print("Token \(serial) of \(user) will ask for a new PIN at the next login.")
+        }
+    }
+}
+
+/// A secret line from the terminal with echo off, or from standard input when it is not a terminal.
+enum SecretInput {
+    static func read(prompt: String) throws -> [UInt8] {
+        let terminal = isatty(0) == 1
+        var saved = termios()
+        if terminal {
+            standardError(prompt)
+            tcgetattr(0, &saved)
+            var quiet = saved
+            quiet.c_lflag &= ~tcflag_t(ECHO)
+            tcsetattr(0, TCSANOW, &quiet)
+        }
+        defer {
+            if terminal {
+                tcsetattr(0, TCSANOW, &saved)
+                standardError("\n")
+            }
+        }
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while Glibc.read(0, &byte, 1) == 1 {
+            if byte == 10 { return line }
+            if byte != 13 { line.append(byte) }
+            guard line.count <= 256 else { throw CLIError(message: "input line too long", exitCode: 65) }
+        }
+        if line.isEmpty { throw CLIError(message: "no PIN given on standard input (two lines expected)", exitCode: 65) }
+        return line
+    }
+}

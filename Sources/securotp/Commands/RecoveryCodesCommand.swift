@@ -1,0 +1,25 @@
+import ArgumentParser
+import SecurOTPStore
+
+struct RecoveryCodesCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recovery-codes",
+        abstract: "Print new single-use recovery codes for a user (replacing any old ones).",
+        discussion: "Each code works once at the verification prompt, instead of a token code. They are shown only now; only slow hashes are kept. Example: securotp recovery-codes alice --count 8"
+    )
+
+    @OptionGroup var global: GlobalOptions
+    @Argument(help: "The user.") var user: String
+    @Option(help: "How many codes, 1–20.") var count = 10
+    @Option(help: "text or json.") var format: OutputFormat = .text
+
+    func run() throws {
+        let codes = try CommandContext(global).openStore(create: true).generateRecoveryCodes(user: user, count: count, now: CommandContext.now())
+        switch format {
+        case .json: print(JSONValue.object([("user", .string(user)), ("codes", .array(codes.map { .string($0) }))]).rendered)
+        case .text:
+            print("Recovery codes for \(user) (each works once; store them offline):\n")
+            for code in codes { print("  \(code)") }
+        }
+    }
+}
