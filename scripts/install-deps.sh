@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build=(libpam0g-dev libssl-dev libsqlite3-dev)
-test=("${build[@]}" oathtool zbar-tools openssh-server sshpass)
+test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip)
 demo=("${build[@]}" oathtool)
 bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath)
 

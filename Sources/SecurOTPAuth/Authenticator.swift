@@ -27,10 +27,15 @@ public enum Authenticator {
             return userCode == PAM_CONV_AGAIN ? PAM_INCOMPLETE : userCode
         }
         let validName = (try? Store.validate(user: user)) != nil
+        // Tokens, failures and locks live under NSS's spelling of the name. A name NSS does not
+        // know (or cannot answer for right now) is never let through by nullok or groups=; it
+        // is prompted and refused like everyone else, its failures counted on one decoy row.
+        let account = validName ? UnixAccount.resolve(user) : nil
+        let storeUser = account?.name ?? user
         let shownUser = validName ? user : "(invalid user name)"
 
-        if !settings.groups.isEmpty, validName, let groups = UnixGroups.names(of: user), !settings.groups.covers(groups: groups) {
-            session.debugLog("user \(user) is outside groups=; not asking for a code")
+        if !settings.groups.isEmpty, let account, let groups = account.groupNames(), !settings.groups.covers(groups: groups) {
+            session.debugLog("user \(shownUser) is outside groups=; not asking for a code")
             return PAM_IGNORE
         }
 
@@ -38,7 +43,7 @@ public enum Authenticator {
             // The store is checked before prompting, so a broken installation fails at once
             // (and is logged) instead of after the user typed a code.
             let hasTokens = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
-                settings.nullok ? try store.hasActiveTokens(user: user) : true
+                settings.nullok && account != nil ? try store.hasActiveTokens(user: storeUser) : true
             }
             if !hasTokens {
                 session.debugLog("user \(shownUser) has no token; nullok: ignoring")
@@ -49,11 +54,14 @@ public enum Authenticator {
             return PAM_AUTHINFO_UNAVAIL
         }
 
-        var policy = Verification(session: session, settings: settings, user: user, shownUser: shownUser)
+        var policy = Verification(session: session, settings: settings, user: storeUser, shownUser: shownUser,
+                                  failureKey: account == nil ? Store.unresolvedUsersKey : nil)
 
         if settings.useFirstPass || settings.tryFirstPass, let previous = session.item(PAM_AUTHTOK) {
             let bytes = UnsafeRawPointer(previous).assumingMemoryBound(to: UInt8.self)
-            let result = policy.check(UnsafeBufferPointer<UInt8>(start: bytes, count: strlen(previous)))
+            // try_first_pass usually hands over a password, not a code: a miss there is not a
+            // failure of the user's, and the prompt that follows gets the real attempt.
+            let result = policy.check(UnsafeBufferPointer<UInt8>(start: bytes, count: strlen(previous)), countsFailure: settings.useFirstPass)
             if result == PAM_SUCCESS || settings.useFirstPass || result == PAM_AUTHINFO_UNAVAIL { return result }
         } else if settings.useFirstPass {
             session.log(LOG_NOTICE, "use_first_pass: no earlier password for \(shownUser); denying")
@@ -94,23 +102,27 @@ struct Verification {
     let settings: Settings
     let user: String
     let shownUser: String
+    /// Where failures of this user are counted, if not under the user's own name.
+    let failureKey: String?
     private(set) var matchedDigits: Int?
 
-    init(session: PAMSession, settings: Settings, user: String, shownUser: String) {
+    init(session: PAMSession, settings: Settings, user: String, shownUser: String, failureKey: String?) {
         self.session = session
         self.settings = settings
         self.user = user
         self.shownUser = shownUser
+        self.failureKey = failureKey
     }
 
-    mutating func check(_ input: UnsafeBufferPointer<UInt8>) -> Int32 {
+    mutating func check(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool = true) -> Int32 {
         guard input.count <= Authenticator.maxInput else {
             session.log(LOG_NOTICE, "rejected an over-long answer for \(shownUser)")
             return PAM_AUTH_ERR
         }
         let now = Int64(time(nil))
         return finish(store { (store) throws(StoreError) in
-            try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now)
+            try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now,
+                             failureKey: failureKey, countsFailure: countsFailure)
         }, dialogues: 2)
     }
 
@@ -209,7 +221,7 @@ struct Verification {
         let input = UnsafeBufferPointer(start: UnsafeRawPointer(response).assumingMemoryBound(to: UInt8.self), count: strlen(response))
         let now = Int64(time(nil))
         return finish(store { (store) throws(StoreError) in
-            try store.verify(user: user, input: input, codeAtEnd: false, policy: settings.policy, now: now)
+            try store.verify(user: user, input: input, codeAtEnd: false, policy: settings.policy, now: now, failureKey: failureKey)
         }, dialogues: dialogues)
     }
 }

@@ -39,6 +39,7 @@ public enum HMAC {
     public static func authenticate(_ algorithm: HashAlgorithm, key: SecretBytes,
                                     message: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         var mac = [UInt8](repeating: 0, count: 64)
+        defer { mac.withUnsafeMutableBytes { securotp_cleanse($0.baseAddress, $0.count) } }
         let length = key.withUnsafeBytes { keyBytes in
             mac.withUnsafeMutableBufferPointer { out in
                 securotp_hmac(algorithm.cIdentifier, keyBytes.baseAddress, keyBytes.count,

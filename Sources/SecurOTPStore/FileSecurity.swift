@@ -61,13 +61,14 @@ public enum FileSecurity {
     /// Reads a whole small file after the checks above, through one descriptor opened with
     /// O_NOFOLLOW so the checked file is the read file.
     public static func contents(of path: String, _ sensitivity: Sensitivity, maxSize: Int) throws(StoreError) -> [UInt8] {
-        try check(path, sensitivity)
+        let checked = try check(path, sensitivity)
         let fd = securotp_open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0)
         guard fd >= 0 else { throw StoreError(.system, "cannot open \(path): \(String(cString: strerror(securotp_errno())))") }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else { throw StoreError(.system, "cannot stat \(path)") }
-        try checkOwner(path, info)
+        // The file opened must be the file checked (not one swapped in between).
+        guard FileIdentity(info) == checked else { throw StoreError(.permissions, "\(path) changed while it was being read; try again") }
         guard Int(info.st_size) <= maxSize else { throw StoreError(.invalidInput, "\(path) is larger than \(maxSize) bytes") }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var done = 0

@@ -32,6 +32,7 @@ public struct NewToken {
         switch kind {
         case .totp, .hotp:
             if seed.count < 10 || seed.count > 128 { return "token secret must be 10–128 bytes (got \(seed.count))" }
+            if parameters.counter > 1 << 52 { return "HOTP counter \(parameters.counter) is beyond 2^52; reset the token" }
             return parameters.problem
         case .securid:
             if seed.count != 16 { return "SecurID seed must be 16 bytes (got \(seed.count))" }

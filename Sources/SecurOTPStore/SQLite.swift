@@ -84,12 +84,20 @@ public final class SQLiteDatabase {
         if walPolicy.pointee.restart_pending != 0 {
             // Everything is in the database now; this write starts the WAL over at its beginning.
             walPolicy.pointee.restart_pending = 0
-            try? execute("PRAGMA user_version = \(Schema.currentVersion)")
+            // A write with no meaning (not user_version: an older process must not lower it).
+            try? execute("UPDATE wal_restart SET writes = writes + 1")
         }
         return result
     }
 
     public var changes: Int { Int(sqlite3_changes(handle)) }
+
+    /// Copies the WAL into the database file and empties it, so securotp.db alone is a
+    /// complete copy of the store (the admin CLI does this before it exits).
+    public func checkpoint() throws(StoreError) {
+        resetStatements()
+        try execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    }
 
     private func resetStatements() {
         for statement in statements.values { statement.reset() }

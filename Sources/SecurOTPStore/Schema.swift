@@ -45,6 +45,8 @@ enum Schema {
             used INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (user, id)
         ) WITHOUT ROWID;
+        CREATE TABLE wal_restart (writes INTEGER NOT NULL);
+        INSERT INTO wal_restart VALUES (0);
         """,
     ]
 

@@ -62,7 +62,8 @@ public struct Settings: Sendable, Equatable {
         case "key_file": paths.keyFile = try path()
         case "prompt":
             guard let value, !value.isEmpty, value.utf8.count <= 200 else { throw fail("expected 1–200 characters") }
-            prompt = value
+            // The file's values are trimmed; a prompt still ends in one space before the answer.
+            prompt = value.hasSuffix(" ") ? value : value + " "
         case "window": policy.window = try integer(0...10)
         case "hotp_lookahead": policy.hotpLookahead = try integer(0...100)
         case "resync_window": policy.resyncWindow = try integer(0...1000)

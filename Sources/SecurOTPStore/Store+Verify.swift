@@ -50,6 +50,10 @@ public struct VerifyResult: Sendable, Equatable {
 }
 
 extension Store {
+    /// The row that counts failures of names NSS does not know: they cannot fill the users
+    /// table, and cannot lock out real accounts (forward_pass runs before any password check).
+    public static let unresolvedUsersKey = "(unresolved users)"
+
     /// Whether `user` has at least one active token.
     public func hasActiveTokens(user: String) throws(StoreError) -> Bool {
         let statement = try db.prepare("SELECT 1 FROM tokens WHERE user = ? AND state = 'active' LIMIT 1")
@@ -67,10 +71,14 @@ extension Store {
     /// With `codeAtEnd`, the code is the last `digits` characters of `input` (password+code).
     /// Users without tokens and unknown users are answered like users with a wrong code:
     /// the same HMAC work and the same failure write, so neither timing nor result tells them apart.
+    ///
+    /// `failureKey` names the row failures are counted on (default: `user`); `countsFailure`
+    /// false checks without counting a miss (try_first_pass).
     public func verify(user: String, input: UnsafeBufferPointer<UInt8>, codeAtEnd: Bool,
-                       policy: VerifyPolicy, now: Int64) throws(StoreError) -> VerifyResult {
-        try db.immediateTransaction { () throws(StoreError) -> VerifyResult in
-            var state = try userState(user)
+                       policy: VerifyPolicy, now: Int64, failureKey: String? = nil, countsFailure: Bool = true) throws(StoreError) -> VerifyResult {
+        let failureUser = failureKey ?? user
+        return try db.immediateTransaction { () throws(StoreError) -> VerifyResult in
+            var state = try userState(failureUser)
             if state.isLocked(at: now) {
                 return VerifyResult(outcome: .locked, userHasTokens: true, failures: state.failures, lockedNow: false)
             }
@@ -78,10 +86,11 @@ extension Store {
 
             if !codeAtEnd, RecoveryCodes.looksLikeCode(input) {
                 if let remaining = try spendRecoveryCode(user: user, input: input, now: now) {
-                    try clearFailures(user)
+                    try clearFailures(failureUser)
                     return VerifyResult(outcome: .acceptedRecoveryCode(remaining: remaining), userHasTokens: true, failures: 0, lockedNow: false)
                 }
-                return try recordFailure(user, state, policy, now, outcome: .rejected, hasTokens: true, note: "not a valid unused recovery code")
+                return try recordFailure(failureUser, state, policy, now, outcome: .rejected, hasTokens: true,
+                                         note: "not a valid unused recovery code", counted: countsFailure)
             }
 
             let candidates = try activeTokens(user: user)
@@ -119,7 +128,7 @@ extension Store {
                                             failures: state.failures, lockedNow: false, note: "next code required after \(state.failures) failures")
                     }
                     try recordAcceptance(record, position: position, now: now)
-                    try clearFailures(user)
+                    try clearFailures(failureUser)
                     if record.needsNewPIN {
                         return VerifyResult(outcome: .newPINRequired(serial: record.serial, pinMode: record.pinMode), userHasTokens: true,
                                             failures: 0, lockedNow: false)
@@ -145,7 +154,8 @@ extension Store {
                                     userHasTokens: true, failures: state.failures, lockedNow: false, note: "code outside the window; asking for the next one")
             }
             let outcome: VerifyOutcome = replayedSerial.map { .replayed(serial: $0) } ?? .rejected
-            return try recordFailure(user, state, policy, now, outcome: outcome, hasTokens: !candidates.isEmpty, note: note)
+            return try recordFailure(failureUser, state, policy, now, outcome: outcome, hasTokens: !candidates.isEmpty, note: note,
+                                     counted: countsFailure)
         }
     }
 
@@ -270,12 +280,14 @@ extension Store {
         let drift = expected.map { record.drift + (position - $0) } ?? record.drift
         switch record.kind {
         case .totp, .securid:
-            try db.prepare("UPDATE tokens SET last_step = ?1, last_used = ?2, drift = ?3 WHERE serial = ?4 AND last_step < ?1")
-                .bind(.integer(position), .integer(now), .integer(drift), .text(record.serial)).run()
+            // Compare-and-swap on the value this check read: the step only moves forward, once.
+            try db.prepare("UPDATE tokens SET last_step = ?1, last_used = ?2, drift = ?3 WHERE serial = ?4 AND last_step = ?5 AND ?1 > ?5")
+                .bind(.integer(position), .integer(now), .integer(drift), .text(record.serial), .integer(record.lastStep)).run()
         case .hotp:
-            let counter = position &+ 1
-            try db.prepare("UPDATE tokens SET counter = ?1, last_used = ?2 WHERE serial = ?3 AND counter < ?1")
-                .bind(.integer(counter), .integer(now), .text(record.serial)).run()
+            let previous = Int64(bitPattern: record.parameters.counter)
+            guard position < Int64.max - 1 else { throw StoreError(.corrupt, "token \(record.serial) has run out of counter values") }
+            try db.prepare("UPDATE tokens SET counter = ?1, last_used = ?2 WHERE serial = ?3 AND counter = ?4 AND ?1 > ?4")
+                .bind(.integer(position + 1), .integer(now), .text(record.serial), .integer(previous)).run()
         }
         guard db.changes == 1 else { throw StoreError(.database, "token \(record.serial) changed during verification; try again") }
     }
@@ -285,7 +297,10 @@ extension Store {
     }
 
     func recordFailure(_ user: String, _ state: UserState, _ policy: VerifyPolicy, _ now: Int64,
-                       outcome: VerifyOutcome, hasTokens: Bool, note: String) throws(StoreError) -> VerifyResult {
+                       outcome: VerifyOutcome, hasTokens: Bool, note: String, counted: Bool = true) throws(StoreError) -> VerifyResult {
+        guard counted else {
+            return VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: state.failures, lockedNow: false, note: note)
+        }
         let failures = state.failures + 1
         let lockNow = policy.deny > 0 && failures >= policy.deny
         let lockedUntil = lockNow ? (policy.unlockTime > 0 ? now + policy.unlockTime : UserState.lockedUntilUnlocked) : 0

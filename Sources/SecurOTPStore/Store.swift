@@ -74,8 +74,11 @@ public final class Store {
     static let tokenColumnCount: Int32 = 20
 
     static func token(from row: SQLiteDatabase.Statement) -> TokenRecord? {
+        // Rows are checked like input: a damaged row is skipped (never a trap inside sshd).
         guard let kind = TokenKind(rawValue: row.text(2)), let algorithm = HashAlgorithm(name: row.text(3)),
-              let pinMode = PINMode(rawValue: row.text(13)) else { return nil }
+              let pinMode = PINMode(rawValue: row.text(13)),
+              (1...10).contains(row.integer(4)), kind == .hotp || (1...300).contains(row.integer(5)),
+              (0...64).contains(row.integer(15)), (-1_000_000...1_000_000).contains(row.integer(18)) else { return nil }
         var record = TokenRecord(
             serial: row.text(0), user: row.text(1), kind: kind,
             parameters: OATHParameters(kind: kind == .hotp ? .hotp : .totp, algorithm: algorithm, digits: Int(row.integer(4)),
@@ -306,6 +309,9 @@ extension FileIdentity {
 }
 
 extension Store {
+    /// See SQLiteDatabase.checkpoint.
+    public func checkpoint() throws(StoreError) { try db.checkpoint() }
+
     public var schemaVersion: Int64 { (try? Schema.userVersion(db)) ?? 0 }
     public static var supportedSchemaVersion: Int64 { Schema.currentVersion }
 }

@@ -26,6 +26,7 @@ struct SecurOTP: ParsableCommand {
     static func main() {
         do {
             var command = try parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+            defer { CommandContext.checkpointOpenedStores() }
             try command.run()
         } catch let error as StoreError {
             CommandContext.fail(error.message, exitCode: error.exitCode)

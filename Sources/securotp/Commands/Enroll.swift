@@ -20,7 +20,7 @@ struct Enroll: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "The Unix user who will log in with the token.")
+    @Argument(help: "The Unix user who will log in with the token.", transform: CommandContext.canonical)
     var user: String
 
     @Flag(help: "Counter-based token (RFC 4226) instead of time-based.")

@@ -22,7 +22,7 @@ struct Import: ParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "The Unix user who will log in with the tokens.")
+    @Argument(help: "The Unix user who will log in with the tokens.", transform: CommandContext.canonical)
     var user: String
 
     @Argument(help: "File, - for standard input, or the token string.")

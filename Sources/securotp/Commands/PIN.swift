@@ -20,7 +20,7 @@ struct PIN: ParsableCommand {
     struct Set: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Set a token's PIN (read twice from the terminal, or two lines of standard input).")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The token's owner.") var user: String
+        @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
         func run() throws {
@@ -41,7 +41,7 @@ struct PIN: ParsableCommand {
     struct Clear: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a token's PIN: the passcode is the tokencode alone.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The token's owner.") var user: String
+        @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
         func run() throws {
@@ -53,7 +53,7 @@ struct PIN: ParsableCommand {
     struct Require: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Make the next login with this token set a new PIN.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The token's owner.") var user: String
+        @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
         func run() throws {

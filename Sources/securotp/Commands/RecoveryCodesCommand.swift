@@ -9,7 +9,7 @@ struct RecoveryCodesCommand: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The user.") var user: String
+    @Argument(help: "The user.", transform: CommandContext.canonical) var user: String
     @Option(help: "How many codes, 1–20.") var count = 10
     @Option(help: "text or json.") var format: OutputFormat = .text
 

@@ -8,7 +8,7 @@ struct Resync: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The token's owner.") var user: String
+    @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
     @Argument(help: "The token's serial.") var serial: String
     @Argument(help: "A code from the token.") var first: String
     @Argument(help: "The code that followed it.") var second: String

@@ -8,7 +8,7 @@ struct Nickname: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The token's owner.") var user: String
+    @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
     @Argument(help: "The token's serial (see securotp list).") var serial: String
     @Argument(help: "The new nickname; \"\" clears it.") var name: String
 
@@ -25,7 +25,7 @@ struct Delete: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The token's owner.") var user: String
+    @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
     @Argument(help: "The token's serial (see securotp list).") var serial: String
 
     func run() throws {
@@ -43,7 +43,7 @@ struct Reset: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The user to reset.") var user: String
+    @Argument(help: "The user to reset.", transform: CommandContext.canonical) var user: String
 
     func run() throws {
         let removed = try CommandContext(global).openStore().reset(user: user)
@@ -58,7 +58,7 @@ struct Unlock: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The locked user.") var user: String
+    @Argument(help: "The locked user.", transform: CommandContext.canonical) var user: String
 
     func run() throws {
         let wasLocked = try CommandContext(global).openStore().unlock(user: user, now: CommandContext.now())
@@ -76,7 +76,7 @@ struct BindingIDCommand: ParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-    @Argument(help: "The Unix user (default: the user running the command).") var user: String?
+    @Argument(help: "The Unix user (default: the user running the command).", transform: CommandContext.canonical) var user: String?
 
     func run() throws {
         let name = user ?? CommandContext.invokingUser()

@@ -25,7 +25,30 @@ struct CommandContext {
     }
 
     func openStore(create: Bool = false) throws -> Store {
-        try Store.open(settings.paths, create: create)
+        let store = try Store.open(settings.paths, create: create)
+        Self.opened.append(store)
+        return store
+    }
+
+    /// Stores this run opened: checkpointed when the command ends, so securotp.db on its own
+    /// is a complete copy of the store (for backups); the PAM module keeps its WAL instead.
+    nonisolated(unsafe) static var opened: [Store] = []
+
+    static func checkpointOpenedStores() {
+        for store in opened { try? store.checkpoint() }
+        opened.removeAll()
+    }
+
+    /// NSS's spelling of a user name (`Alice` → `alice` where NSS folds case), which is what
+    /// the PAM module looks tokens up under; unknown names stay as given.
+    static func canonical(_ user: String) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16_384)
+        guard getpwnam_r(user, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else { return user }
+        let canonical = String(cString: name)
+        if canonical != user { warn("NSS names this account \(canonical); using that") }
+        return canonical
     }
 
     static func now() -> Int64 { Int64(time(nil)) }

@@ -1,0 +1,61 @@
+import CSystem
+
+/// The account behind a PAM user name, through NSS (local files, LDAP, SSSD alike).
+struct UnixAccount {
+    /// NSS's own spelling of the name (`pw_name`): tokens, failures and locks are kept under
+    /// it, so `Alice` or `alice@domain` cannot dodge alice's tokens where NSS accepts them.
+    let name: String
+    let primaryGroup: gid_t
+
+    /// Nil when NSS does not know the name or cannot answer (then the caller fails closed).
+    static func resolve(_ user: String) -> UnixAccount? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var size = 4096
+        while size <= 1 << 20 {
+            var buffer = [CChar](repeating: 0, count: size)
+            let rc = getpwnam_r(user, &entry, &buffer, buffer.count, &result)
+            if rc == ERANGE {
+                size *= 4
+                continue
+            }
+            guard rc == 0, result != nil, let name = entry.pw_name else { return nil }
+            return UnixAccount(name: String(cString: name), primaryGroup: entry.pw_gid)
+        }
+        return nil
+    }
+
+    /// The names of all groups of the account, or nil if any lookup fails: a partial answer
+    /// (an LDAP server down, a buffer too small) must not make a user look outside `groups=`.
+    func groupNames() -> [String]? {
+        var count: Int32 = 64
+        var ids = [gid_t](repeating: 0, count: Int(count))
+        while getgrouplist(name, primaryGroup, &ids, &count) < 0 {
+            guard count > Int32(ids.count), count <= 65_536 else { return nil }
+            ids = [gid_t](repeating: 0, count: Int(count))
+        }
+        var names: [String] = []
+        for id in ids.prefix(Int(max(0, count))) {
+            guard let name = Self.groupName(id) else { return nil }
+            names.append(name)
+        }
+        return names
+    }
+
+    private static func groupName(_ id: gid_t) -> String? {
+        var size = 16_384
+        while size <= 1 << 22 {
+            var entry = CSystem.group()
+            var found: UnsafeMutablePointer<CSystem.group>?
+            var buffer = [CChar](repeating: 0, count: size)
+            let rc = getgrgid_r(id, &entry, &buffer, buffer.count, &found)
+            if rc == ERANGE {
+                size *= 4
+                continue
+            }
+            guard rc == 0, found != nil, let name = entry.gr_name else { return nil }
+            return String(cString: name)
+        }
+        return nil
+    }
+}
