@@ -16,6 +16,17 @@ case "${1:-build}" in
   *) echo "usage: $0 build|test|demo|bench" >&2; exit 64 ;;
 esac
 
+# PyPI tools the tests use as independent oracles (no Debian packages exist for them).
+pypi_test=(oath python-pskc)
+if [ "${1:-build}" = test ]; then
+  for module in "${pypi_test[@]}"; do
+    import=${module//-/_}; [ "$module" = python-pskc ] && import=pskc
+    python3 -c "import $import" 2>/dev/null && continue
+    echo "Installing PyPI package: $module"
+    python3 -m pip install -q "$module" 2>/dev/null || python3 -m pip install -q --break-system-packages "$module"
+  done
+fi
+
 missing=()
 for package in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

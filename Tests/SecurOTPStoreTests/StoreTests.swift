@@ -239,7 +239,7 @@ func securotp_seal_for_test(_ key: UnsafeBufferPointer<UInt8>, _ nonce: [UInt8],
     @Test func fileThenArgumentsOverride() throws {
         var settings = Settings()
         try settings.apply(fileText: "# comment\n\nwindow = 2\nnullok = yes\ngroups = wheel, !contractors\nprompt = Code please: \n", path: "/etc/x.conf")
-        #expect(settings.policy.window == 2 && settings.nullok && settings.prompt == "Code please:")
+        #expect(settings.policy.window == 2 && settings.nullok && settings.prompt == "Code please: ")
         #expect(settings.groups.covers(groups: ["wheel"]) && !settings.groups.covers(groups: ["wheel", "contractors"]) && !settings.groups.covers(groups: ["staff"]))
         try settings.apply(key: "window", value: "0", origin: .argument)
         try settings.apply(key: "nullok", value: nil, origin: .argument)
