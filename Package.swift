@@ -45,7 +45,7 @@ let package = Package(
         // SecurID .sdtid files and CTF strings. CLI and authenticator only — never the module,
         // so it may use Foundation (XML) and OpenSSL's EVP interface (COpenSSLImport).
         .target(name: "COpenSSLImport", linkerSettings: [.linkedLibrary("crypto")]),
-        .target(name: "SecurOTPImport", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "COpenSSLImport"]),
+        .target(name: "SecurOTPImport", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "COpenSSL", "COpenSSLImport"]),
         // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.
         .target(name: "SecurOTPQR"),
 

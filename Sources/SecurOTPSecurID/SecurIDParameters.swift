@@ -25,6 +25,11 @@ public struct SecurIDParameters: Sendable, Equatable {
 
     /// Unix time of the end of the expiration day (UTC), or nil without expiry.
     public var expiresAt: Int64? {
-        expirationDay > 0 ? 946_684_800 + Int64(expirationDay + 1) * 86_400 : nil
+        guard expirationDay > 0 else { return nil }
+        // Overflow-safe: an absurdly distant day saturates instead of trapping.
+        let (days, overflow) = Int64(expirationDay).addingReportingOverflow(1)
+        let (span, overflow2) = days.multipliedReportingOverflow(by: 86_400)
+        let (end, overflow3) = span.addingReportingOverflow(946_684_800)
+        return overflow || overflow2 || overflow3 ? Int64.max : end
     }
 }
