@@ -30,7 +30,7 @@ struct PasscodeMatcher {
                 if pinMatches(UnsafeBufferPointer(rebasing: passcode[..<split])) { return .match(position: position) }
                 wrongPIN = true
             case .addedByToken:
-                guard let pin = pinAddedInto(code), pinMatches(pin.withUnsafeBufferPointer { $0 }) else { continue }
+                guard let pin = pinAddedInto(code), pin.withUnsafeBufferPointer({ pinMatches($0) }) else { continue }
                 return .match(position: position)
             }
         }

@@ -59,11 +59,15 @@ func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
         index += 1
     }
     guard !globals.isEmpty, index < arguments.count else { return arguments }
-    let subcommands = SecurOTP.configuration.subcommands.map { $0._commandName }
-    guard subcommands.contains(arguments[index]) else {
-        CommandContext.fail("unknown command '\(arguments[index])'; commands: \(subcommands.joined(separator: ", "))", exitCode: 64)
+    let subcommands = SecurOTP.configuration.subcommands
+    guard let command = subcommands.first(where: { $0._commandName == arguments[index] }) else {
+        CommandContext.fail("unknown command '\(arguments[index])'; commands: \(subcommands.map { $0._commandName }.joined(separator: ", "))", exitCode: 64)
     }
-    return [arguments[index]] + globals + arguments[(index + 1)...]
+    // A command group (`pin set`) takes the options after its own subcommand.
+    var words = 1
+    let nested = command.configuration.subcommands.map { $0._commandName }
+    if !nested.isEmpty, index + 1 < arguments.count, nested.contains(arguments[index + 1]) { words = 2 }
+    return Array(arguments[index..<(index + words)]) + globals + arguments[(index + words)...]
 }
 
 /// A failure the CLI reports as one line and a sysexits(3) code.

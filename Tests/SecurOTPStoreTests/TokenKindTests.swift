@@ -136,3 +136,14 @@ import Testing
         }
     }
 }
+
+extension TokenKindTests {
+    @Test func pinpadNewPINModeThenPasscodeWithTheNewPIN() throws {
+        let temp = try TemporaryStore()
+        let seed = try securID(temp, pinMode: .addedByToken, digits: 6)
+        #expect(try temp.store.verify("sam", tokencode(seed, at: t0), now: t0).outcome == .newPINRequired(serial: serial, pinMode: .addedByToken))
+        try setPIN(temp, "2468")
+        let passcode = SecurIDToken.addPIN(Array("2468".utf8), to: tokencode(seed, at: t0 + 30))
+        #expect(try temp.store.verify("sam", passcode, now: t0 + 5).outcome == .accepted(serial: serial, digits: 6))
+    }
+}

@@ -68,14 +68,7 @@ struct Import: ParsableCommand {
         let records = try store.add(imported.map(newToken), user: user, maxTokens: context.settings.maxTokens, now: now)
         switch format {
         case .json:
-            print(JSONValue.array(zip(records, imported).map { record, token in
-                var object = Formatting.json(record)
-                if case .object(var members) = object {
-                    members.append(("source", .string(token.source)))
-                    object = .object(members)
-                }
-                return object
-            }).rendered)
+            print(JSONValue.array(records.map(Formatting.json)).rendered)
         case .text:
             print("Imported \(records.count) token\(records.count == 1 ? "" : "s") for \(user):")
             print(Formatting.table(["SERIAL", "KIND", "DIGITS", "PERIOD", "PIN", "EXPIRES", "FROM"], zip(records, imported).map { record, token in
