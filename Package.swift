@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "pam_securotp", type: .dynamic, targets: ["PAMModule"]),
         .executable(name: "securotp", targets: ["securotp"]),
         .executable(name: "pam-check", targets: ["PAMCheck"]),
+        .executable(name: "securotp-authenticator", targets: ["securotp-authenticator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -83,6 +84,15 @@ let package = Package(
             ]
         ),
 
+        // The user's side: a software token in the user's home, like the mobile SDKs' apps.
+        .executableTarget(
+            name: "securotp-authenticator",
+            dependencies: [
+                "SecurOTPCore", "SecurOTPSecurID", "SecurOTPImport", "CSQLite", "COpenSSL",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
         // Test driver: runs one PAM conversation through the real libpam with a private
         // service directory (pam_start_confdir) and prints the outcome.
         .executableTarget(name: "PAMCheck", path: "Tests/PAMCheck", linkerSettings: [.linkedLibrary("pam")]),
@@ -93,5 +103,6 @@ let package = Package(
         .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["SecurOTPCore"]),
+        .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPCore"]),
     ]
 )
