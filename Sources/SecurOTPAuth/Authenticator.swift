@@ -39,12 +39,16 @@ public enum Authenticator {
             return PAM_IGNORE
         }
 
+        var challenge: String?
         do {
             // The store is checked before prompting, so a broken installation fails at once
-            // (and is logged) instead of after the user typed a code.
-            let hasTokens = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
-                settings.nullok && account != nil ? try store.hasActiveTokens(user: storeUser) : true
+            // (and is logged) instead of after the user typed a code. A user with an OCRA
+            // token gets a fresh challenge in its suite's format.
+            let (hasTokens, suite) = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
+                (settings.nullok && account != nil ? try store.hasActiveTokens(user: storeUser) : true,
+                 account != nil ? try store.ocraSuite(user: storeUser, now: Int64(time(nil))) : nil)
             }
+            challenge = suite?.randomChallenge()
             if !hasTokens {
                 session.debugLog("user \(shownUser) has no token; nullok: ignoring")
                 return PAM_IGNORE
@@ -55,7 +59,7 @@ public enum Authenticator {
         }
 
         var policy = Verification(session: session, settings: settings, user: storeUser, shownUser: shownUser,
-                                  failureKey: account == nil ? Store.unresolvedUsersKey : nil)
+                                  failureKey: account == nil ? Store.unresolvedUsersKey : nil, challenge: challenge)
 
         if settings.useFirstPass || settings.tryFirstPass, let previous = session.item(PAM_AUTHTOK) {
             let bytes = UnsafeRawPointer(previous).assumingMemoryBound(to: UInt8.self)
@@ -68,7 +72,8 @@ public enum Authenticator {
             return PAM_AUTH_ERR
         }
 
-        let prompt = settings.forwardPass && settings.prompt == Settings().prompt ? forwardPassPrompt : settings.prompt
+        var prompt = settings.forwardPass && settings.prompt == Settings().prompt ? forwardPassPrompt : settings.prompt
+        if let challenge { prompt = "Challenge \(challenge). " + prompt }
         let (conversationCode, response) = session.askSecret(prompt)
         guard let response else {
             session.log(LOG_ERR, "conversation failed for \(shownUser): \(String(cString: pam_strerror(handle, conversationCode)))")
@@ -104,9 +109,12 @@ struct Verification {
     let shownUser: String
     /// Where failures of this user are counted, if not under the user's own name.
     let failureKey: String?
+    /// The OCRA challenge shown in the prompt, if the user has an OCRA token.
+    let challenge: String?
     private(set) var matchedDigits: Int?
 
-    init(session: PAMSession, settings: Settings, user: String, shownUser: String, failureKey: String?) {
+    init(session: PAMSession, settings: Settings, user: String, shownUser: String, failureKey: String?, challenge: String?) {
+        self.challenge = challenge
         self.session = session
         self.settings = settings
         self.user = user
@@ -122,7 +130,7 @@ struct Verification {
         let now = Int64(time(nil))
         return finish(store { (store) throws(StoreError) in
             try store.verify(user: user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now,
-                             failureKey: failureKey, countsFailure: countsFailure)
+                             failureKey: failureKey, countsFailure: countsFailure, challenge: challenge)
         }, dialogues: 2)
     }
 

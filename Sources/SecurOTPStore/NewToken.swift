@@ -14,9 +14,12 @@ public struct NewToken {
     /// Unix time after which the token is refused; 0: none.
     public var expires: Int64
     public var source: String
+    /// OCRA suite (kind .ocra only).
+    public var suite: String
 
     public init(kind: TokenKind, parameters: OATHParameters, seed: SecretBytes, serial: String? = nil, nickname: String = "",
-                issuer: String = "", pinMode: PINMode = .none, expires: Int64 = 0, source: String = "enroll") {
+                issuer: String = "", pinMode: PINMode = .none, expires: Int64 = 0, source: String = "enroll", suite: String = "") {
+        self.suite = suite
         self.kind = kind
         self.parameters = parameters
         self.seed = seed
@@ -34,6 +37,15 @@ public struct NewToken {
             if seed.count < 10 || seed.count > 128 { return "token secret must be 10–128 bytes (got \(seed.count))" }
             if parameters.counter > 1 << 52 { return "HOTP counter \(parameters.counter) is beyond 2^52; reset the token" }
             return parameters.problem
+        case .ocra:
+            if seed.count < 16 || seed.count > 128 { return "OCRA key must be 16–128 bytes (got \(seed.count))" }
+            let parsed: OCRASuite
+            do { parsed = try OCRASuite(suite) } catch { return "OCRA suite \(suite): \(error.message)" }
+            if parsed.passwordHash != nil || parsed.sessionLength != nil {
+                return "OCRA suites with a password hash (P) or session data (S) are not supported at login yet"
+            }
+            if parsed.digits < 4 { return "OCRA suites with 0 digits (full HMAC) cannot be typed at a login prompt" }
+            return nil
         case .securid:
             if seed.count != 16 { return "SecurID seed must be 16 bytes (got \(seed.count))" }
             if !(1...8).contains(parameters.digits) { return "SecurID tokens show 1–8 digits (got \(parameters.digits))" }

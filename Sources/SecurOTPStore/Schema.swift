@@ -48,6 +48,10 @@ enum Schema {
         CREATE TABLE wal_restart (writes INTEGER NOT NULL);
         INSERT INTO wal_restart VALUES (0);
         """,
+        // 3: OCRA (RFC 6287) challenge-response tokens keep their suite.
+        """
+        ALTER TABLE tokens ADD COLUMN suite TEXT NOT NULL DEFAULT '';
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

@@ -10,7 +10,7 @@ public struct ResyncResult: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch kind {
-        case .hotp: return "next counter \(counter)"
+        case .hotp, .ocra: return "next counter \(counter)"
         case .totp, .securid:
             if drift == 0 { return "no drift" }
             return "token clock \(abs(drift)) step\(abs(drift) == 1 ? "" : "s") \(drift > 0 ? "ahead" : "behind")"
@@ -27,6 +27,7 @@ extension Store {
                 throw Self.noSuchToken(user: user, serial: serial)
             }
             let record = candidate.record
+            guard record.kind != .ocra else { throw StoreError(.invalidInput, "\(serial) is an OCRA token: its responses depend on challenges and cannot resynchronise it") }
             let seed = try openSeed(candidate.sealedSeed, record)
             let centre = currentPosition(record, now: now)
             let reach: Int64 = 1000

@@ -74,8 +74,11 @@ extension Store {
     ///
     /// `failureKey` names the row failures are counted on (default: `user`); `countsFailure`
     /// false checks without counting a miss (try_first_pass).
+    ///
+    /// `challenge` is the OCRA challenge the login showed (OCRA tokens are skipped without one).
     public func verify(user: String, input: UnsafeBufferPointer<UInt8>, codeAtEnd: Bool,
-                       policy: VerifyPolicy, now: Int64, failureKey: String? = nil, countsFailure: Bool = true) throws(StoreError) -> VerifyResult {
+                       policy: VerifyPolicy, now: Int64, failureKey: String? = nil, countsFailure: Bool = true,
+                       challenge: String? = nil) throws(StoreError) -> VerifyResult {
         let failureUser = failureKey ?? user
         return try db.immediateTransaction { () throws(StoreError) -> VerifyResult in
             var state = try userState(failureUser)
@@ -103,6 +106,7 @@ extension Store {
                     note = "token \(record.serial) expired"
                     continue
                 }
+                if record.kind == .ocra && challenge == nil { continue }
                 let seed = try openSeed(candidate.sealedSeed, record)
                 let digits = record.parameters.digits
                 // What the user typed: the code alone, the PIN before it, or password+code.
@@ -116,7 +120,7 @@ extension Store {
                 // A token waiting for its first PIN is answered with the bare tokencode.
                 let pinMode = record.needsNewPIN && !record.hasPIN ? PINMode.none : record.pinMode
                 let matcher = PasscodeMatcher(mode: pinMode, pinHash: candidate.pinHash, pinLength: record.pinLength, passcode: passcode)
-                let found = matcher.find(in: codes(record, seed: seed, around: now, policy: policy))
+                let found = matcher.find(in: codes(record, seed: seed, around: now, policy: policy, challenge: challenge))
                 switch found {
                 case .match(let position):
                     guard isFresh(position, record) else {
@@ -141,7 +145,7 @@ extension Store {
                     break
                 }
                 // PINPad passcodes cost a slow PIN hash per candidate code: no wide search for them.
-                if outsideWindow == nil, policy.resyncWindow > 0, pinMode != .addedByToken,
+                if outsideWindow == nil, policy.resyncWindow > 0, pinMode != .addedByToken, record.kind != .ocra,
                    case .match(let position) = matcher.find(in: codes(record, seed: seed, around: now, policy: policy, resync: true)),
                    isFresh(position, record) {
                     outsideWindow = (record.serial, position)
@@ -225,22 +229,33 @@ extension Store {
         switch record.kind {
         case .hotp: Int64(bitPattern: record.parameters.counter)
         case .totp, .securid: Int64(clamping: OTP.timeStep(unixTime: now, period: record.parameters.period) ?? 0) + record.drift
+        case .ocra:
+            switch OCRAState(record) {
+            case .counter: Int64(bitPattern: record.parameters.counter)
+            case .time(let suite): Int64(clamping: suite.timeStep(unixTime: now) ?? 0)
+            case .challengeOnly, .invalid: 0
+            }
         }
     }
 
     /// The codes a token shows at the positions a login may use: the window (or, with
     /// `resync`, the wider band around it), each with its step or counter.
     func codes(_ record: TokenRecord, seed: SecretBytes, around now: Int64, policy: VerifyPolicy,
-               resync: Bool = false) -> [(position: Int64, code: [UInt8])] {
+               resync: Bool = false, challenge: String? = nil) -> [(position: Int64, code: [UInt8])] {
         let centre = currentPosition(record, now: now)
         let range: ClosedRange<Int64>
-        switch record.kind {
-        case .hotp:
+        let ocra = OCRAState(record)
+        switch (record.kind, ocra) {
+        case (.ocra, .challengeOnly):
+            range = 0...0
+        case (.ocra, .invalid):
+            return []
+        case (.hotp, _), (.ocra, .counter):
             let ahead = Int64(max(0, policy.hotpLookahead))
             // Codes just behind the counter are computed to recognise a replay.
             range = resync ? (centre &+ ahead &+ 1)...(centre &+ ahead &+ Int64(policy.resyncWindow))
                            : max(0, centre - ahead)...(centre &+ ahead)
-        case .totp, .securid:
+        case (.totp, _), (.securid, _), (.ocra, .time):
             let window = Int64(max(0, policy.window))
             range = resync ? (centre - Int64(policy.resyncWindow))...(centre + Int64(policy.resyncWindow))
                            : (centre - window)...(centre + window)
@@ -248,14 +263,24 @@ extension Store {
         var out: [(position: Int64, code: [UInt8])] = []
         for position in range where position >= 0 {
             if resync, position >= centre - Int64(policy.window), position <= centre + Int64(policy.window), record.kind != .hotp { continue }
-            out.append((position: position, code: code(record, seed: seed, position: position)))
+            out.append((position: position, code: code(record, seed: seed, position: position, challenge: challenge, ocra: ocra)))
         }
         return out
     }
 
-    func code(_ record: TokenRecord, seed: SecretBytes, position: Int64) -> [UInt8] {
+    func code(_ record: TokenRecord, seed: SecretBytes, position: Int64, challenge: String? = nil, ocra: OCRAState? = nil) -> [UInt8] {
         let p = record.parameters
         switch record.kind {
+        case .ocra:
+            guard let challenge else { return [] }
+            let response: [UInt8]
+            switch ocra ?? OCRAState(record) {
+            case .counter(let suite): response = (try? OCRA.response(suite: suite, key: seed, counter: UInt64(position), question: challenge)) ?? []
+            case .time(let suite): response = (try? OCRA.response(suite: suite, key: seed, question: challenge, timestamp: UInt64(position))) ?? []
+            case .challengeOnly(let suite): response = (try? OCRA.response(suite: suite, key: seed, question: challenge)) ?? []
+            case .invalid: response = []
+            }
+            return response
         case .totp, .hotp:
             return OTP.hotp(secret: seed, counter: UInt64(position), digits: p.digits, algorithm: p.algorithm)
         case .securid:
@@ -269,7 +294,38 @@ extension Store {
         switch record.kind {
         case .hotp: position >= Int64(bitPattern: record.parameters.counter)
         case .totp, .securid: position > record.lastStep
+        case .ocra:
+            switch OCRAState(record) {
+            case .counter: position >= Int64(bitPattern: record.parameters.counter)
+            case .time: position > record.lastStep
+            // A fresh random challenge per login makes each response single-use by itself.
+            case .challengeOnly: true
+            case .invalid: false
+            }
         }
+    }
+
+    /// What an OCRA token's suite asks for besides the challenge.
+    enum OCRAState {
+        case counter(OCRASuite), time(OCRASuite), challengeOnly(OCRASuite), invalid
+
+        init(_ record: TokenRecord) {
+            guard record.kind == .ocra, let suite = try? OCRASuite(record.suite) else {
+                self = .invalid
+                return
+            }
+            if suite.usesCounter { self = .counter(suite) } else if suite.timeStepSeconds != nil { self = .time(suite) } else { self = .challengeOnly(suite) }
+        }
+    }
+
+    /// The OCRA suite of the user's first active OCRA token, if any: the login shows a
+    /// challenge in that suite's question format.
+    public func ocraSuite(user: String, now: Int64) throws(StoreError) -> OCRASuite? {
+        for record in try tokens(user: user) where record.kind == .ocra && record.state == "active" && !record.isExpired(at: now) {
+            if case .invalid = OCRAState(record) { continue }
+            return try? OCRASuite(record.suite)
+        }
+        return nil
     }
 
     // MARK: recording
@@ -278,8 +334,18 @@ extension Store {
     /// somehow bypassed the transaction could not accept the same code.
     func recordAcceptance(_ record: TokenRecord, position: Int64, now: Int64, learnDriftFrom expected: Int64? = nil) throws(StoreError) {
         let drift = expected.map { record.drift + (position - $0) } ?? record.drift
-        switch record.kind {
-        case .totp, .securid:
+        var kind = record.kind
+        if kind == .ocra {
+            switch OCRAState(record) {
+            case .counter: kind = .hotp
+            case .time: kind = .totp
+            case .challengeOnly, .invalid:
+                try db.prepare("UPDATE tokens SET last_used = ? WHERE serial = ?").bind(.integer(now), .text(record.serial)).run()
+                return
+            }
+        }
+        switch kind {
+        case .totp, .securid, .ocra:
             // Compare-and-swap on the value this check read: the step only moves forward, once.
             try db.prepare("UPDATE tokens SET last_step = ?1, last_used = ?2, drift = ?3 WHERE serial = ?4 AND last_step = ?5 AND ?1 > ?5")
                 .bind(.integer(position), .integer(now), .integer(drift), .text(record.serial), .integer(record.lastStep)).run()

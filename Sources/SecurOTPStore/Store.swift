@@ -68,16 +68,16 @@ public final class Store {
 
     static let tokenColumns = """
         serial, user, kind, algorithm, digits, period, counter, last_step, nickname, issuer, state, created, last_used, \
-        pin_mode, pin_hash IS NOT NULL, pin_length, pin_change_required, expires, drift, source
+        pin_mode, pin_hash IS NOT NULL, pin_length, pin_change_required, expires, drift, source, suite
         """
     /// The column after `tokenColumns` in a SELECT that appends one.
-    static let tokenColumnCount: Int32 = 20
+    static let tokenColumnCount: Int32 = 21
 
     static func token(from row: SQLiteDatabase.Statement) -> TokenRecord? {
         // Rows are checked like input: a damaged row is skipped (never a trap inside sshd).
         guard let kind = TokenKind(rawValue: row.text(2)), let algorithm = HashAlgorithm(name: row.text(3)),
               let pinMode = PINMode(rawValue: row.text(13)),
-              (1...10).contains(row.integer(4)), kind == .hotp || (1...300).contains(row.integer(5)),
+              (0...10).contains(row.integer(4)), kind == .hotp || kind == .ocra || (1...300).contains(row.integer(5)),
               (0...64).contains(row.integer(15)), (-1_000_000...1_000_000).contains(row.integer(18)) else { return nil }
         var record = TokenRecord(
             serial: row.text(0), user: row.text(1), kind: kind,
@@ -92,6 +92,7 @@ public final class Store {
         record.expires = row.integer(17)
         record.drift = row.integer(18)
         record.source = row.text(19)
+        record.suite = row.text(20)
         return record
     }
 
@@ -147,19 +148,20 @@ public final class Store {
                 let p = token.parameters
                 try db.prepare("""
                     INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, nickname, issuer,
-                                        created, pin_mode, expires, source)
-                    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)
+                                        created, pin_mode, expires, source, suite)
+                    VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                     """)
                     .bind(.text(serial), .text(user), .text(token.kind.rawValue), .text(p.algorithm.name),
                           .integer(Int64(p.digits)), .integer(Int64(p.period)), .integer(Int64(bitPattern: p.counter)),
                           .blob(sealed), .text(token.nickname), .text(token.issuer), .integer(now),
-                          .text(token.pinMode.rawValue), .integer(token.expires), .text(token.source))
+                          .text(token.pinMode.rawValue), .integer(token.expires), .text(token.source), .text(token.suite))
                     .run()
                 var record = TokenRecord(serial: serial, user: user, kind: token.kind, parameters: p, lastStep: -1,
                                          nickname: token.nickname, issuer: token.issuer, state: "active", created: now, lastUsed: 0)
                 record.pinMode = token.pinMode
                 record.expires = token.expires
                 record.source = token.source
+                record.suite = token.suite
                 records.append(record)
             }
             return records

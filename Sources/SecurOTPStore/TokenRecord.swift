@@ -5,6 +5,8 @@ public enum TokenKind: String, Sendable, Equatable {
     case totp, hotp
     /// RSA SecurID 128-bit, time-based (AES); `parameters` holds its digits and interval.
     case securid
+    /// OCRA (RFC 6287) challenge-response; `suite` says everything.
+    case ocra
 }
 
 /// One enrolled token as the store describes it (never with its seed or PIN).
@@ -33,6 +35,8 @@ public struct TokenRecord: Sendable, Equatable {
     public var drift: Int64 = 0
     /// "enroll", or the import format ("otpauth", "pskc", "sdtid", "ctf", ...).
     public var source = "enroll"
+    /// OCRA suite, e.g. OCRA-1:HOTP-SHA1-6:QN08 (empty for other kinds).
+    public var suite = ""
 
     /// A PIN is part of the passcode but none is set yet: the next login sets one.
     public var needsNewPIN: Bool { pinMode != .none && (!hasPIN || pinChangeRequired) }

@@ -163,3 +163,35 @@ struct TokenFlowTests {
         #expect(try box.login(service, "root", [try Oath.hotp(token.secret, counter: 302)]).status == PAM.success)
     }
 }
+
+extension TokenFlowTests {
+    @Test("OCRA: the prompt shows a fresh challenge; PyPI oath's response to it logs in, once", arguments: [
+        "OCRA-1:HOTP-SHA1-6:QN08", "OCRA-1:HOTP-SHA256-8:C-QN08", "OCRA-1:HOTP-SHA512-8:QA10-T1M",
+    ])
+    func ocraChallengeResponse(suite: String) throws {
+        let box = try Sandbox()
+        let result = try box.cli(["enroll", "root", "--ocra", suite, "--format", "json"])
+        let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+        let key = try #require(json?["key_hex"] as? String, "\(result)")
+        // The oracle reads the challenge out of the prompt and answers with PyPI oath
+        // (counter 0 for C suites, now for T suites).
+        let script = box.path("ocra-answer.py")
+        try box.write("""
+            import os, re, time
+            from oath import _ocra
+            suite = _ocra.str2ocrasuite("\(suite)")
+            challenge = re.search(r"Challenge (\\S+)\\.", os.environ["PAM_CHECK_PROMPT"]).group(1)
+            args = {"Q": challenge}
+            if "-C-" in "\(suite)" or ":C-" in "\(suite)": args["C"] = 0
+            if "-T" in "\(suite)": args["T_precomputed"] = int(time.time()) // 60
+            print(suite(bytes.fromhex("\(key)"), **args))
+            """, to: script)
+        let service = try box.service("ocra", ["deny=0"])
+        let login = try box.login(service, "root", ["!python3 \(script)"])
+        #expect(login.status == PAM.success, "\(login)")
+        #expect(login.prompts.first?.hasPrefix("Challenge ") == true, "\(login)")
+        // A response to another challenge is refused.
+        let stale = try box.login(service, "root", ["!python3 -c 'print(\"12345678\")'"])
+        #expect(stale.status == PAM.authError, "\(stale)")
+    }
+}

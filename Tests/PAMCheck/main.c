@@ -4,7 +4,9 @@
  *
  * Loads SERVICE from DIR (pam_start_confdir, Linux-PAM >= 1.5.2) so tests need no /etc/pam.d
  * changes. Each echo-off or echo-on prompt is answered with the next RESPONSE (a prompt beyond
- * the given responses fails the conversation). Environment:
+ * the given responses fails the conversation). A RESPONSE of the form !COMMAND is computed:
+ * COMMAND runs through /bin/sh with PAM_CHECK_PROMPT set to the prompt, and its first output
+ * line is the answer (for challenge-response prompts). Environment:
  *   PAM_CHECK_SILENT=1    pass PAM_SILENT
  * Prints one line per conversation message ("prompt: ...", "info: ...", "error: ..."), then
  * "result: NAME". Exit status is the PAM code. (Linux-PAM lets only modules read or set
@@ -20,6 +22,20 @@ struct answers {
     int count, next;
 };
 
+/* A literal response, or the first line printed by "!command" run with the prompt in the environment. */
+static char *answer(const char *response, const char *prompt) {
+    if (response[0] != '!') return strdup(response);
+    setenv("PAM_CHECK_PROMPT", prompt, 1);
+    FILE *pipe = popen(response + 1, "r");
+    if (pipe == NULL) return NULL;
+    char line[512] = {0};
+    char *got = fgets(line, sizeof line, pipe);
+    int status = pclose(pipe);
+    if (got == NULL || status != 0) return NULL;
+    line[strcspn(line, "\r\n")] = 0;
+    return strdup(line);
+}
+
 static int converse(int n, const struct pam_message **msg, struct pam_response **resp, void *data) {
     struct answers *answers = data;
     struct pam_response *out = calloc((size_t)n, sizeof *out);
@@ -33,7 +49,11 @@ static int converse(int n, const struct pam_message **msg, struct pam_response *
                 free(out);
                 return PAM_CONV_ERR;
             }
-            out[i].resp = strdup(answers->responses[answers->next++]);
+            out[i].resp = answer(answers->responses[answers->next++], msg[i]->msg);
+            if (out[i].resp == NULL) {
+                free(out);
+                return PAM_CONV_ERR;
+            }
             break;
         case PAM_TEXT_INFO: printf("info: %s\n", msg[i]->msg); break;
         case PAM_ERROR_MSG: printf("error: %s\n", msg[i]->msg); break;

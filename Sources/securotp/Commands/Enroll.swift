@@ -26,6 +26,9 @@ struct Enroll: ParsableCommand {
     @Flag(help: "Counter-based token (RFC 4226) instead of time-based.")
     var hotp = false
 
+    @Option(help: ArgumentHelp("OCRA (RFC 6287) challenge-response token with this suite, e.g. OCRA-1:HOTP-SHA1-6:QN08; the login shows a challenge.", valueName: "SUITE"))
+    var ocra: String?
+
     @Option(help: "HMAC algorithm: SHA1, SHA256 or SHA512. Many apps support only SHA1.")
     var algorithm = "SHA1"
 
@@ -63,6 +66,7 @@ struct Enroll: ParsableCommand {
     }
 
     func run() throws {
+        if let ocra { return try enrollOCRA(suiteText: ocra) }
         let context = try CommandContext(global)
         try Store.validate(user: user)
         if !CommandContext.userExists(user) {
@@ -112,6 +116,31 @@ struct Enroll: ParsableCommand {
             print("Secret:  \(Self.grouped(secret))   (for manual entry; \(hashAlgorithm.name), \(digits) digits\(hotp ? ", counter 0" : ", \(period) s"))")
             if let path = qrPNG { print("QR PNG:  \(path)") }
             print("\nThis secret is not shown again. Test it before you log out: the code from the app is what the login asks for.")
+        }
+    }
+
+    /// OCRA tokens have no otpauth URI: the key goes to the device that answers challenges.
+    private func enrollOCRA(suiteText: String) throws {
+        let suite: OCRASuite
+        do { suite = try OCRASuite(suiteText) } catch { throw CLIError(message: "--ocra \(suiteText): \(error.message)", exitCode: 64) }
+        let context = try CommandContext(global)
+        try Store.validate(user: user)
+        let keyLength = switch suite.algorithm { case .sha1: 20; case .sha256: 32; case .sha512: 64 }
+        guard let seed = SecretBytes.random(count: keyLength) else { throw CLIError(message: "no randomness available", exitCode: 71) }
+        let token = NewToken(kind: .ocra, parameters: OATHParameters(kind: .hotp, algorithm: suite.algorithm, digits: suite.digits),
+                             seed: seed, nickname: nickname, issuer: issuer, suite: suite.text)
+        let store = try context.openStore(create: true)
+        let record = try store.add([token], user: user, maxTokens: context.settings.maxTokens, now: CommandContext.now())[0]
+        let keyHex = seed.withUnsafeBytes { Hex.encode($0) }
+        switch format {
+        case .json:
+            print(JSONValue.object([("serial", .string(record.serial)), ("user", .string(user)), ("kind", .string("ocra")),
+                                    ("suite", .string(suite.text)), ("secret", .string(Base32.encode(seed))), ("key_hex", .string(keyHex))]).rendered)
+        case .text:
+            print("Enrolled OCRA token \(record.serial) for \(user), suite \(suite.text).")
+            print("Key (hex):    \(keyHex)")
+            print("Key (base32): \(Self.grouped(Base32.encode(seed)))")
+            print("\nLoad the key into the device that answers challenges. It is not shown again.")
         }
     }
 

@@ -41,7 +41,7 @@ struct List: ParsableCommand {
                 let p = record.parameters
                 var row = [record.serial, record.nickname.isEmpty ? "-" : record.nickname, record.kind.rawValue,
                            record.kind == .securid ? "AES-128" : p.algorithm.name,
-                           String(p.digits), record.kind == .hotp ? "-" : "\(p.period)s", Formatting.pin(record),
+                           String(p.digits), record.kind == .hotp ? "-" : record.kind == .ocra ? record.suite : "\(p.period)s", Formatting.pin(record),
                            locked.contains(record.user) ? "locked" : (record.isExpired(at: now) ? "expired" : record.state),
                            record.expires > 0 ? Formatting.time(record.expires) : "never",
                            Formatting.time(record.created), Formatting.time(record.lastUsed)]

@@ -44,8 +44,8 @@ enum Formatting {
             ("kind", .string(record.kind.rawValue)),
             ("algorithm", .string(record.kind == .securid ? "AES-128" : p.algorithm.name)),
             ("digits", .number(Int64(p.digits))),
-            ("period", record.kind == .hotp ? .null : .number(Int64(p.period))),
-            ("counter", record.kind == .hotp ? .number(Int64(bitPattern: p.counter)) : .null),
+            ("period", record.kind == .hotp || record.kind == .ocra ? .null : .number(Int64(p.period))),
+            ("counter", record.kind == .hotp || record.kind == .ocra ? .number(Int64(bitPattern: p.counter)) : .null),
             ("issuer", .string(record.issuer)),
             ("state", .string(record.state)),
             ("created", isoTime(record.created)),
@@ -55,6 +55,7 @@ enum Formatting {
             ("pin_set", .bool(record.hasPIN)),
             ("pin_change_required", .bool(record.pinChangeRequired)),
             ("source", .string(record.source)),
+            ("suite", record.kind == .ocra ? .string(record.suite) : .null),
         ])
     }
 
