@@ -16,7 +16,7 @@ struct PasscodeMatcher {
     let pinLength: Int
     let passcode: UnsafeBufferPointer<UInt8>
 
-    func find(in codes: [(position: Int64, code: [UInt8])]) -> Found {
+    func find(in codes: some Sequence<(position: Int64, code: [UInt8])>) -> Found {
         var wrongPIN = false
         for (position, code) in codes {
             switch mode {

@@ -85,7 +85,10 @@ public final class SQLiteDatabase {
             // Everything is in the database now; this write starts the WAL over at its beginning.
             walPolicy.pointee.restart_pending = 0
             // A write with no meaning (not user_version: an older process must not lower it).
-            try? execute("UPDATE wal_restart SET writes = writes + 1")
+            // It needs no fsync: the checkpoint already synced every frame into the database,
+            // so a torn WAL header after a crash only loses this write; the next real commit
+            // (synchronous=FULL) syncs the restarted WAL.
+            try? execute("PRAGMA synchronous = OFF; UPDATE wal_restart SET writes = writes + 1; PRAGMA synchronous = FULL")
         }
         return result
     }

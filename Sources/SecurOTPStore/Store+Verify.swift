@@ -181,7 +181,7 @@ extension Store {
             let next = position + 1
             let pinMode = record.needsNewPIN && !record.hasPIN ? PINMode.none : record.pinMode
             let matcher = PasscodeMatcher(mode: pinMode, pinHash: candidate.pinHash, pinLength: record.pinLength, passcode: input)
-            guard case .match = matcher.find(in: [(next, code(record, seed: seed, position: next))]), isFresh(next, record) else {
+            guard case .match = matcher.find(in: [(position: next, code: code(record, seed: seed, position: next))]), isFresh(next, record) else {
                 return try recordFailure(user, state, policy, now, outcome: .rejected, hasTokens: true, note: "next code did not follow (token \(serial))")
             }
             try recordAcceptance(record, position: next, now: now, learnDriftFrom: currentPosition(record, now: now))
@@ -239,33 +239,40 @@ extension Store {
     }
 
     /// The codes a token shows at the positions a login may use: the window (or, with
-    /// `resync`, the wider band around it), each with its step or counter.
+    /// `resync`, the wider band around it), each with its step or counter. Computed lazily,
+    /// most likely first (the current step; the counter and what follows it), so a right code
+    /// usually costs one HMAC; positions just behind an HOTP counter come last, only to
+    /// recognise a replay. A wrong code costs the whole window whatever its value.
     func codes(_ record: TokenRecord, seed: SecretBytes, around now: Int64, policy: VerifyPolicy,
-               resync: Bool = false, challenge: String? = nil) -> [(position: Int64, code: [UInt8])] {
+               resync: Bool = false, challenge: String? = nil) -> LazyMapSequence<[Int64], (position: Int64, code: [UInt8])> {
         let centre = currentPosition(record, now: now)
-        let range: ClosedRange<Int64>
         let ocra = OCRAState(record)
+        var positions: [Int64] = []
         switch (record.kind, ocra) {
         case (.ocra, .challengeOnly):
-            range = 0...0
+            positions = [0]
         case (.ocra, .invalid):
-            return []
+            break
         case (.hotp, _), (.ocra, .counter):
             let ahead = Int64(max(0, policy.hotpLookahead))
-            // Codes just behind the counter are computed to recognise a replay.
-            range = resync ? (centre &+ ahead &+ 1)...(centre &+ ahead &+ Int64(policy.resyncWindow))
-                           : max(0, centre - ahead)...(centre &+ ahead)
+            if resync {
+                positions = Array((centre &+ ahead &+ 1)...(centre &+ ahead &+ Int64(max(1, policy.resyncWindow))))
+            } else {
+                positions = Array(centre...(centre &+ ahead)) + Array(max(0, centre - ahead)..<centre)
+            }
         case (.totp, _), (.securid, _), (.ocra, .time):
             let window = Int64(max(0, policy.window))
-            range = resync ? (centre - Int64(policy.resyncWindow))...(centre + Int64(policy.resyncWindow))
-                           : (centre - window)...(centre + window)
+            let reach = resync ? Int64(policy.resyncWindow) : window
+            positions = resync ? [] : [centre]
+            for distance in Int64(1)...max(1, reach) where distance <= reach {
+                if resync && distance <= window { continue }
+                positions.append(centre + distance)
+                positions.append(centre - distance)
+            }
         }
-        var out: [(position: Int64, code: [UInt8])] = []
-        for position in range where position >= 0 {
-            if resync, position >= centre - Int64(policy.window), position <= centre + Int64(policy.window), record.kind != .hotp { continue }
-            out.append((position: position, code: code(record, seed: seed, position: position, challenge: challenge, ocra: ocra)))
+        return positions.filter { $0 >= 0 }.lazy.map { position in
+            (position: position, code: self.code(record, seed: seed, position: position, challenge: challenge, ocra: ocra))
         }
-        return out
     }
 
     func code(_ record: TokenRecord, seed: SecretBytes, position: Int64, challenge: String? = nil, ocra: OCRAState? = nil) -> [UInt8] {
@@ -321,9 +328,15 @@ extension Store {
     /// The OCRA suite of the user's first active OCRA token, if any: the login shows a
     /// challenge in that suite's question format.
     public func ocraSuite(user: String, now: Int64) throws(StoreError) -> OCRASuite? {
-        for record in try tokens(user: user) where record.kind == .ocra && record.state == "active" && !record.isExpired(at: now) {
-            if case .invalid = OCRAState(record) { continue }
-            return try? OCRASuite(record.suite)
+        // One indexed lookup on every login's path; most users have no OCRA token.
+        let statement = try db.prepare("""
+            SELECT suite FROM tokens WHERE user = ? AND kind = 'ocra' AND state = 'active' AND (expires = 0 OR expires > ?)
+            ORDER BY created, serial
+            """)
+        defer { statement.reset() }
+        try statement.bind(.text(user), .integer(now))
+        while try statement.step() {
+            if let suite = try? OCRASuite(statement.text(0)) { return suite }
         }
         return nil
     }
