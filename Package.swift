@@ -32,14 +32,14 @@ let package = Package(
         .target(name: "CPAM", linkerSettings: [.linkedLibrary("pam")]),
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
-        .target(name: "CSystem"),
+        .target(name: "CPosix"),
 
         // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
         // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs.
-        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CSystem"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CPosix"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record.
-        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CSystem"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CPosix"], swiftSettings: pamSafe),
         // RSA SecurID 128-bit tokencodes (time-based, AES) with PIN modes. Linked by the module.
         .target(name: "SecurOTPSecurID", dependencies: ["SecurOTPCore", "COpenSSL"], swiftSettings: pamSafe),
         // Token import formats: otpauth URIs, Google Authenticator migration, PSKC (RFC 6030),
