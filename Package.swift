@@ -50,6 +50,10 @@ let package = Package(
         // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.
         .target(name: "SecurOTPQR"),
 
+        // Everything a caller can ask of securotp (TokenService) and the /v1 API's JSON shapes,
+        // with the SQLite implementation (LocalTokenService). CLI and daemon only.
+        .target(name: "SecurOTPService", dependencies: ["SecurOTPStore", "SecurOTPImport", "SecurOTPCore"]),
+
         // The .so: only the @_cdecl entry points. Swift runtime linked statically, exports
         // limited to pam_sm_* by the version script (DESIGN.md §3).
         .target(
