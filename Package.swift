@@ -16,16 +16,19 @@ let versionScript = Context.packageDirectory + "/pam/pam_securotp/exports.map"
 
 let package = Package(
     name: "securotp",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     products: [
         // File name: libpam_securotp.so; `make install` copies it to .../security/pam_securotp.so.
         .library(name: "pam_securotp", type: .dynamic, targets: ["PAMModule"]),
         .executable(name: "securotp", targets: ["securotp"]),
         .executable(name: "pam-check", targets: ["PAMCheck"]),
         .executable(name: "securotp-authenticator", targets: ["securotp-authenticator"]),
+        .executable(name: "securotpd", targets: ["securotpd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
     ],
     targets: [
         // C shims: real Linux-PAM / OpenSSL / SQLite headers, non-variadic wrappers.
@@ -53,6 +56,18 @@ let package = Package(
         // Everything a caller can ask of securotp (TokenService) and the /v1 API's JSON shapes,
         // with the SQLite implementation (LocalTokenService). CLI and daemon only.
         .target(name: "SecurOTPService", dependencies: ["SecurOTPStore", "SecurOTPImport", "SecurOTPCore"]),
+        // The validator's HTTP application (Hummingbird): routes, authentication, rate limits,
+        // metrics, configuration. `buildApplication` serves securotpd and the tests alike.
+        .target(name: "SecurOTPServer", dependencies: [
+            "SecurOTPService",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
+        .executableTarget(name: "securotpd", dependencies: [
+            "SecurOTPServer", "SecurOTPService",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
         // The .so: only the @_cdecl entry points. Swift runtime linked statically, exports
         // limited to pam_sm_* by the version script (DESIGN.md §3).
