@@ -36,6 +36,9 @@ let package = Package(
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
         .target(name: "CPosix"),
+        // HTTP(S) to a validator through libcurl, loaded with dlopen only when used (the
+        // module's remote mode and the CLI's --server).
+        .target(name: "CHTTP"),
 
         // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
@@ -55,7 +58,7 @@ let package = Package(
 
         // Everything a caller can ask of securotp (TokenService) and the /v1 API's JSON shapes,
         // with the SQLite implementation (LocalTokenService). CLI and daemon only.
-        .target(name: "SecurOTPService", dependencies: ["SecurOTPStore", "SecurOTPImport", "SecurOTPCore"]),
+        .target(name: "SecurOTPService", dependencies: ["SecurOTPStore", "SecurOTPImport", "SecurOTPCore", "CHTTP"]),
         // The validator's HTTP application (Hummingbird): routes, authentication, rate limits,
         // metrics, configuration. `buildApplication` serves securotpd and the tests alike.
         .target(name: "SecurOTPServer", dependencies: [
