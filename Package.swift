@@ -101,7 +101,7 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR", "SecurOTPImport",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
