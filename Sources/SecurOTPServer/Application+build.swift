@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// a token service. securotpd runs it; the tests build the same application (port 0, an
 /// in-process service) so what they test is what runs.
 public func buildApplication(configuration: DaemonConfiguration, service: any TokenService, logger: Logger,
-                             onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
+                             onServerRunning: @escaping @Sendable (_ boundAddress: String) async -> Void = { _ in })
     throws -> some ApplicationProtocol {
     let metrics = ValidatorMetrics()
     let router = buildRouter(configuration: configuration, service: service, metrics: metrics)
@@ -22,7 +22,15 @@ public func buildApplication(configuration: DaemonConfiguration, service: any To
     }
     return Application(router: router, server: try serverBuilder(configuration), configuration: .init(address: address, serverName: "securotpd"),
                        services: [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger)],
-                       onServerRunning: onServerRunning, logger: logger)
+                       onServerRunning: { channel in await onServerRunning(boundAddress(channel) ?? "\(configuration.listen)") }, logger: logger)
+}
+
+/// "127.0.0.1:43117", "[::1]:8443" or "unix:/run/securotp.sock".
+func boundAddress(_ channel: any Channel) -> String? {
+    guard let address = channel.localAddress else { return nil }
+    if let path = address.pathname { return "unix:\(path)" }
+    guard let ip = address.ipAddress, let port = address.port else { return nil }
+    return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
 }
 
 /// Routes and middleware alone (the OpenAPI test compares these with docs/api/openapi.yaml).

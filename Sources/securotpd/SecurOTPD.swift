@@ -86,9 +86,9 @@ struct SecurOTPD: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "securotpd")
-        let listenText = "\(settings.listen)"
-        let app = try buildApplication(configuration: settings, service: service, logger: logger) { _ in
-            logger.notice("securotpd listening", metadata: ["listen": "\(listenText)", "tls": "\(settings.usesTLS)",
+        let app = try buildApplication(configuration: settings, service: service, logger: logger) { bound in
+            // The bound address: with port 0 the kernel picks one, and tests and scripts read it here.
+            logger.notice("securotpd listening", metadata: ["listen": "\(bound)", "tls": "\(settings.usesTLS)",
                                                              "store": "\(service.storeKind)", "version": "\(SecurOTPVersion.string)"])
         }
         try await app.runService()
