@@ -14,6 +14,8 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         case forbidden
         case rateLimited = "rate_limited"
         case unavailable
+        /// A file the store needs does not exist (no store yet: enroll a token first).
+        case missing
         case permissions
         case config
         case corrupt
@@ -37,7 +39,7 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
     public init(_ error: StoreError) {
         let code: Code = switch error.code {
         case .permissions: .permissions
-        case .missing: .unavailable
+        case .missing: .missing
         case .config: .config
         case .corrupt: .corrupt
         case .database: .database
@@ -60,7 +62,7 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         case .importInvalid: 422
         case .rateLimited: 429
         case .notSupported: 501
-        case .unavailable, .database: 503
+        case .unavailable, .database, .missing: 503
         case .permissions, .config, .corrupt, .system: 500
         }
     }
@@ -70,6 +72,7 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         switch code {
         case .invalidInput, .corrupt, .importInvalid: 65 // EX_DATAERR
         case .notFound: 67                               // EX_NOUSER
+        case .missing: 66                                // EX_NOINPUT
         case .unavailable: 69                            // EX_UNAVAILABLE
         case .system: 71                                 // EX_OSERR
         case .limit, .conflict: 73                       // EX_CANTCREAT

@@ -18,6 +18,7 @@ final class StoreExecutor: @unchecked Sendable {
     private let condition = NSCondition()
     private var queue: [Job] = []
     private var stopped = false
+    private let finished = DispatchSemaphore(value: 0)
 
     init(store: Store) {
         self.store = store
@@ -58,11 +59,15 @@ final class StoreExecutor: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// Runs what is queued, checkpoints the WAL into the database (so the file alone is a
+    /// complete copy, for backups) and returns when the store thread has ended.
     func stop() {
         condition.lock()
+        let first = !stopped
         stopped = true
         condition.signal()
         condition.unlock()
+        if first { finished.wait() }
     }
 
     private func loop() {
@@ -72,6 +77,7 @@ final class StoreExecutor: @unchecked Sendable {
             if queue.isEmpty && stopped {
                 condition.unlock()
                 try? store.checkpoint()
+                finished.signal()
                 return
             }
             let batch = Array(queue.prefix(Self.maxBatch))
