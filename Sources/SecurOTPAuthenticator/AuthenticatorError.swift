@@ -10,8 +10,7 @@ public struct AuthenticatorError: Error, Equatable, CustomStringConvertible {
         case missing          // no store yet, no machine ID
         case corrupt          // key file, database or sealed seed unreadable
         case notFound         // no token with that serial
-        case invalidInput     // bad nickname, PIN or serial; token already present
-        case expired          // the token's expiry date has passed
+        case invalidInput     // bad nickname, PIN or serial; token already present or expired
         case database         // SQLite failed
         case system           // an OS call failed
     }

@@ -115,7 +115,13 @@ public final class AuthenticatorStore {
         AuthenticatorError(.missing, "no tokens in \(paths.directory) yet; import one with: securotp-authenticator import SOURCE")
     }
 
-    /// Tokens in a database, read without any key; nil when it cannot be read.
+    /// The database format this build reads and writes.
+    public static var storeFormat: Int64 { AuthenticatorSchema.currentVersion }
+
+    /// How many tokens the store holds, read without any key (so also for a store that does
+    /// not open here); nil when there is none or it cannot be read.
+    public static func tokenCount(_ paths: AuthenticatorPaths) -> Int? { tokenCount(paths.database) }
+
     private static func tokenCount(_ path: String) -> Int? {
         guard isPresent(path), (try? PrivateFiles.check(path, .file)) != nil,
               let db = try? SQLiteDatabase(path: path, create: false),

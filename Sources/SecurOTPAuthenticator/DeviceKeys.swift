@@ -9,7 +9,8 @@ struct DeviceKeys {
     let dataKey: SecretBytes
     /// 24 lowercase hex digits; what issuers bind SecurID tokens to (BindingID).
     let bindingID: String
-    /// Names the machine that made a store without revealing its ID; only for error messages.
+    /// Names the machine that made a store without revealing its ID; only for error messages
+    /// (the key check decides).
     let machineTag: String
 
     init(secret: SecretBytes, identity: DeviceIdentity) {
@@ -17,9 +18,10 @@ struct DeviceKeys {
         let deviceKey = Self.derive(secret, context)
         dataKey = Self.derive(deviceKey, Array("securotp-authenticator-data-key-v1".utf8))
         bindingID = BindingID.derive(hostSecret: deviceKey, user: String(identity.uid))
-        var tag = HMAC.authenticate(.sha256, key: secret, message: Array("securotp-authenticator-machine-v1".utf8) + [0] + Array(identity.machineID.utf8))
-        machineTag = Hex.encode(tag.prefix(8))
-        for index in tag.indices { tag[index] = 0 }
+        // Keyed by the machine ID, not the key file, so a replaced key file is told apart from
+        // another machine; an app-specific hash, as machine-id(5) asks, not the ID itself.
+        let machineKey = SecretBytes(copying: Array(identity.machineID.utf8))
+        machineTag = Hex.encode(HMAC.authenticate(.sha256, key: machineKey, message: Array("securotp-authenticator-machine-v1".utf8)).prefix(8))
     }
 
     /// HMAC-SHA256(key, message) in a wiped buffer.
