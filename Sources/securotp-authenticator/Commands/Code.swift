@@ -38,7 +38,7 @@ struct Code: ParsableCommand {
         let context = try Context(store)
         let store = try context.open()
         let token = try chosenToken(store)
-        var pin = try readPIN(for: token)
+        var pin = token.isExpired(at: context.now) ? nil : try readPIN(for: token) // expired: refused without asking
         defer { wipe(&pin) }
         let codes = try store.codes(serial: token.serial, pin: pin, now: context.now)
         switch format {

@@ -50,7 +50,8 @@ struct Import: ParsableCommand {
 
     func run() throws {
         let context = try Context(store)
-        let input = try readSource()
+        var input = try readSource()
+        defer { for index in input.indices { input[index] = 0 } } // the source holds the seeds
         let transportKey = try readKey()
         var secret = try readPassword()
         defer { wipe(&secret) }
