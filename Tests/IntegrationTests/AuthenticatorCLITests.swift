@@ -150,6 +150,42 @@ struct AuthenticatorCLITests {
         #expect(none.status == 65 && none.stderr.contains("no PIN"), "\(none)")
     }
 
+    @Test("code on a terminal: the PIN prompt does not echo the PIN; the passcode is stoken's")
+    func pinOnTerminal() async throws {
+        let box = try Sandbox()
+        let authenticator = try AuthenticatorRunner(box)
+        let ctf = try SecurIDVectors.export("A-v2")
+        _ = try authenticator.importOne(ctf)
+        // A pseudo-terminal driven by Python's pty module: waits for the prompt, then types.
+        let driver = """
+            import os, pty, sys
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.execv(sys.argv[1], sys.argv[1:])
+            out = b""
+            while b"PIN for token" not in out:
+                chunk = os.read(fd, 1024)
+                if not chunk: break
+                out += chunk
+            os.write(fd, b"97531\\n")
+            while True:
+                try: chunk = os.read(fd, 1024)
+                except OSError: break
+                if not chunk: break
+                out += chunk
+            os.waitpid(pid, 0)
+            sys.stdout.write(out.decode())
+            """
+        try await Clock.waitForFreshStep(margin: 5)
+        let now = Int64(Clock.now())
+        let result = try Run.run("/usr/bin/python3", ["-c", driver, authenticator.binary, "--data-dir", authenticator.directory, "code"],
+                                 environment: AuthenticatorRunner.cleanEnvironment)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("PIN for token 987654321098: "), "\(result)")
+        #expect(!result.stdout.contains("97531"), "the PIN was echoed: \(result)")
+        #expect(result.stdout.contains("current  " + (try SecurIDVectors.stoken(ctf, at: now, pin: "97531"))), "\(result)")
+    }
+
     @Test("reset: refused without --yes off a terminal; with --yes, no tokens and a new binding ID")
     func reset() throws {
         let box = try Sandbox()

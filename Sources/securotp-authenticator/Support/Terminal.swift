@@ -10,11 +10,12 @@ enum Terminal {
         let terminal = isInteractive
         var saved = termios()
         if terminal {
-            standardError(prompt)
+            // Echo off before the prompt: whatever is typed once the prompt shows stays hidden.
             tcgetattr(0, &saved)
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(0, TCSANOW, &quiet)
+            standardError(prompt)
         }
         defer {
             if terminal {
