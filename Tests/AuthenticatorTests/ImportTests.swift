@@ -99,12 +99,13 @@ struct ImportTests {
         #expect(try store.codes(serial: token.serial, pin: nil, now: Scratch.now).current == (try Tool.stokenCode(ctf, at: Scratch.now, password: export.1)))
     }
 
-    @Test("A SecurID token bound to this authenticator's binding ID imports; stoken made it for that ID just now")
-    func boundToThisAuthenticator() throws {
+    @Test("A SecurID token bound to this authenticator's binding ID imports; stoken made it for that ID just now",
+          arguments: ["v2", "v3"])
+    func boundToThisAuthenticator(_ ctfVersion: String) throws {
         let scratch = try Scratch()
         let store = try scratch.open()
         let plain = try Vectors.securIDExport("A-v2")
-        let bound = try Tool.stoken(["export", "--token=\(plain)", "--new-devid=\(store.bindingID)"])
+        let bound = try Tool.stoken(["export", "--token=\(plain)", "--new-devid=\(store.bindingID)"] + (ctfVersion == "v3" ? ["--v3"] : []))
         #expect(bound != plain && !bound.isEmpty)
         let token = try #require(try store.importText(bound).first)
         #expect(try store.codes(serial: token.serial, pin: nil, now: Scratch.now).current == (try Tool.stokenCode(plain, at: Scratch.now)))
