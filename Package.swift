@@ -107,10 +107,13 @@ let package = Package(
         ),
 
         // The user's side: a software token in the user's home, like the mobile SDKs' apps.
+        // The logic (its own sealed store, binding to user and machine, codes) is a library the
+        // tests link; the executable holds only the command tree. Never linked by the module.
+        .target(name: "SecurOTPAuthenticator", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "SecurOTPImport", "SecurOTPStore"]),
         .executableTarget(
             name: "securotp-authenticator",
             dependencies: [
-                "SecurOTPCore", "SecurOTPSecurID", "SecurOTPImport", "CSQLite", "COpenSSL",
+                "SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -125,6 +128,6 @@ let package = Package(
         .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["SecurOTPCore"]),
-        .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPCore"]),
+        .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPSecurID", "SecurOTPStore", "SecurOTPCore"]),
     ]
 )
