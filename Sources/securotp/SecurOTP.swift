@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
 
@@ -21,6 +22,7 @@ struct SecurOTP: AsyncParsableCommand {
           securotp list alice
           securotp --server https://otp.example.com:8443 --credential /root/admin.cred list
         """,
+        version: SecurOTPVersion.string,
         subcommands: [Enroll.self, Import.self, List.self, Nickname.self, Delete.self, Reset.self,
                       PIN.self, Resync.self, RecoveryCodesCommand.self,
                       BindingIDCommand.self, Unlock.self, Status.self, Doctor.self,

@@ -78,11 +78,12 @@ enum SecretInput {
         let terminal = isatty(0) == 1
         var saved = termios()
         if terminal {
-            standardError(prompt)
+            // Echo goes off before the prompt appears, so a PIN typed early is never shown.
             tcgetattr(0, &saved)
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(0, TCSANOW, &quiet)
+            standardError(prompt)
         }
         defer {
             if terminal {
