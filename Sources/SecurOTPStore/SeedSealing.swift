@@ -1,15 +1,16 @@
 import COpenSSL
 import SecurOTPCore
 
-/// AES-256-GCM sealing of token seeds. The associated data names the owner and serial, so a
-/// sealed seed copied to another user's row (or another serial) fails to open.
+/// AES-256-GCM sealing of token seeds under the key file's data key (`KeyFile.dataKey`). The
+/// associated data names the owner and serial, so a sealed seed copied to another user's row
+/// (or another serial) fails to open.
 /// Sealed layout: 12-byte random nonce + ciphertext + 16-byte tag.
-enum SeedSealing {
+public enum SeedSealing {
     static func associatedData(user: String, serial: String) -> [UInt8] {
         Array("securotp-seed-v1".utf8) + [0] + Array(user.utf8) + [0] + Array(serial.utf8)
     }
 
-    static func seal(_ seed: SecretBytes, key: SecretBytes, user: String, serial: String) throws(StoreError) -> [UInt8] {
+    public static func seal(_ seed: SecretBytes, key: SecretBytes, user: String, serial: String) throws(StoreError) -> [UInt8] {
         guard let nonce = SecretBytes.random(count: 12) else { throw StoreError(.system, "no randomness available") }
         let aad = associatedData(user: user, serial: serial)
         var sealed = [UInt8](repeating: 0, count: 12 + seed.count + 16)
@@ -28,7 +29,7 @@ enum SeedSealing {
     }
 
     /// Nil when the blob was altered, moved to another row, or sealed under another key.
-    static func open(_ sealed: [UInt8], key: SecretBytes, user: String, serial: String) -> SecretBytes? {
+    public static func open(_ sealed: [UInt8], key: SecretBytes, user: String, serial: String) -> SecretBytes? {
         guard sealed.count > 12 + 16 else { return nil }
         let aad = associatedData(user: user, serial: serial)
         let seed = SecretBytes(count: sealed.count - 28)

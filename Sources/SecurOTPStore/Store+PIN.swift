@@ -49,7 +49,7 @@ extension Store {
     /// One token of a user, or notFound.
     public func token(user: String, serial: String) throws(StoreError) -> TokenRecord {
         guard let record = try tokens(user: user).first(where: { $0.serial == serial }) else {
-            throw Self.noSuchToken(user: user, serial: serial)
+            throw StoreError.noSuchToken(user: user, serial: serial)
         }
         return record
     }

@@ -24,7 +24,7 @@ extension Store {
     public func resync(user: String, serial: String, first: [UInt8], second: [UInt8], now: Int64) throws(StoreError) -> ResyncResult {
         try db.immediateTransaction { () throws(StoreError) -> ResyncResult in
             guard let candidate = try activeTokens(user: user).first(where: { $0.record.serial == serial }) else {
-                throw Self.noSuchToken(user: user, serial: serial)
+                throw StoreError.noSuchToken(user: user, serial: serial)
             }
             let record = candidate.record
             guard record.kind != .ocra else { throw StoreError(.invalidInput, "\(serial) is an OCRA token: its responses depend on challenges and cannot resynchronise it") }
