@@ -9,12 +9,15 @@ public final class Store {
     public let identity: StoreIdentity
     let db: SQLiteDatabase
     let keys: KeyFile
+    /// Decides every verification; this store reads its snapshots and applies its writes.
+    let engine: VerificationEngine
 
     init(paths: StorePaths, identity: StoreIdentity, db: SQLiteDatabase, keys: KeyFile) {
         self.paths = paths
         self.identity = identity
         self.db = db
         self.keys = keys
+        engine = VerificationEngine(dataKey: keys.dataKey)
     }
 
     /// Opens an existing store, refusing files that others can read or write.
