@@ -61,13 +61,18 @@ public struct TokenRow: Sendable, Equatable {
 }
 
 extension TokenRecord {
+    /// HOTP and OCRA counters stay far below where a window or resync search could overflow
+    /// (imports allow 2^52; a login moves a counter by at most a few thousand).
+    static let counterLimit: Int64 = 1 << 62
+
     /// Reads a stored row; nil when the row is damaged (unknown kind, algorithm or PIN mode,
     /// values out of range). Verification skips such rows: never a trap inside sshd.
     public init?(row: TokenRow) {
         guard let kind = TokenKind(rawValue: row.kind), let algorithm = HashAlgorithm(name: row.algorithm),
               let pinMode = PINMode(rawValue: row.pinMode),
               (0...10).contains(row.digits), kind == .hotp || kind == .ocra || (1...300).contains(row.period),
-              (0...64).contains(row.pinLength), (-1_000_000...1_000_000).contains(row.drift) else { return nil }
+              (0...64).contains(row.pinLength), (-1_000_000...1_000_000).contains(row.drift),
+              (0...Self.counterLimit).contains(row.counter) else { return nil }
         self.init(
             serial: row.serial, user: row.user, kind: kind,
             parameters: OATHParameters(kind: kind == .hotp ? .hotp : .totp, algorithm: algorithm, digits: Int(row.digits),

@@ -14,7 +14,7 @@ struct FailureRow {
             return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: state.failures, lockedNow: false, note: note),
                          writes: [])
         }
-        let failures = state.failures + 1
+        let failures = state.failures < Int.max ? state.failures + 1 : state.failures // a damaged row must not trap
         let lockNow = policy.deny > 0 && failures >= policy.deny
         let lockedUntil = lockNow ? (policy.unlockTime > 0 ? now + policy.unlockTime : UserState.lockedUntilUnlocked) : 0
         return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: failures, lockedNow: lockNow, note: note),

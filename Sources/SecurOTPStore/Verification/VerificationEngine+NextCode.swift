@@ -4,6 +4,8 @@ extension VerificationEngine {
     /// Second half of the next-tokencode dialogue: `input` must be the code that follows the
     /// one found at `position` on token `serial`. Accepting it stores the token's drift.
     /// Failures count on `user`'s own row (the snapshot's failure row must be that one).
+    /// `position` comes back from a caller (a daemon's client): anything but what `verify`
+    /// returned is refused like a wrong code.
     public func verifyNextCode(_ snapshot: VerifySnapshot, user: String, serial: String, position: Int64,
                                input: UnsafeBufferPointer<UInt8>, policy: VerifyPolicy, now: Int64) throws(StoreError) -> Decision<VerifyResult> {
         let failures = FailureRow(key: user, read: snapshot.failures)
@@ -12,7 +14,7 @@ extension VerificationEngine {
             return Decision(result: VerifyResult(outcome: .locked, userHasTokens: true, failures: state.failures, lockedNow: false), writes: [])
         }
         guard let candidate = snapshot.tokens.first(where: { $0.record.serial == serial }),
-              !candidate.record.isExpired(at: now), position < Int64.max - 1 else {
+              !candidate.record.isExpired(at: now), position >= 0, position < Int64.max - 1 else {
             return failures.recordFailure(state, policy, now, outcome: .rejected, hasTokens: true, note: "token \(serial) gone during resync")
         }
         let record = candidate.record

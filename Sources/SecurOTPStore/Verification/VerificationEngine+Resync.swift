@@ -35,9 +35,9 @@ extension VerificationEngine {
         let seed = try openSeed(candidate.sealedSeed, record)
         let centre = currentPosition(record, now: now)
         let reach = Self.resyncReach
-        let range = record.kind == .hotp ? centre...(centre &+ reach) : max(0, centre - reach)...(centre + reach)
+        let low = record.kind == .hotp ? centre : max(0, centre - reach), high = centre + reach
         var previous: (position: Int64, matched: Bool)?
-        for position in range {
+        for position in stride(from: low, through: high, by: 1) { // a wrong clock gives an empty band, not a trap
             let current = code(record, seed: seed, position: position)
             let matchesSecond = ConstantTime.equal(current, second)
             if let previous, previous.matched, matchesSecond, previous.position == position - 1, isFresh(position, record) {
