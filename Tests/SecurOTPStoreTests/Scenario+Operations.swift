@@ -34,7 +34,10 @@ extension Scenario {
             let token = random.pick(tokens)
             return random.chance(60) ? .requirePIN(user: token.user, serial: token.serial) : .clearPIN(user: token.user, serial: token.serial)
         case 84..<93: return resync(state)
-        default: return .unlock(user: random.chance(20) ? Store.unresolvedUsersKey : random.pick(Self.users))
+        default:
+            // Mostly someone with failures, who may be locked.
+            let counted = state.users.map { $0[0] }
+            return .unlock(user: !counted.isEmpty && random.chance(70) ? random.pick(counted) : random.pick(Self.users + [Store.unresolvedUsersKey]))
         }
     }
 
