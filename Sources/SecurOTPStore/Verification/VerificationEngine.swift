@@ -20,8 +20,11 @@ import SecurOTPCore
 /// Exactly-once acceptance rests on step 4, not on step 1: every acceptance moves a step or
 /// counter forward only from the value the snapshot held (or spends a recovery code only
 /// while unused), so of two transactions that decided on the same snapshot — two logins, or
-/// two daemon nodes — at most one write succeeds and the other rolls back. The serialisation
-/// of step 1 makes that second one rare and keeps failure counts exact without retries.
+/// two daemon nodes — at most one write succeeds and the other rolls back; failure counts are
+/// guarded the same way, so what commits is what some serial order would have given. The
+/// serialisation of step 1 makes such conflicts rare (no retries), and keeps exact the one
+/// count no write guards: how many recovery codes are left, which two codes spent at once on
+/// one snapshot would both report from before the other.
 ///
 /// PIN changes (`setPIN`, `clearPIN`, `requirePIN`) are single writes on a token the backend
 /// read; they need no transaction of their own.
