@@ -47,7 +47,7 @@ extension Store {
     }
 
     /// The OCRA suite of the user's first active OCRA token, if any: the login shows a
-    /// challenge in that suite's question format.
+    /// challenge in that suite's question format (VerificationEngine.challengeSuite's rule).
     public func ocraSuite(user: String, now: Int64) throws(StoreError) -> OCRASuite? {
         // One indexed lookup on every login's path; most users have no OCRA token.
         let statement = try db.prepare("""

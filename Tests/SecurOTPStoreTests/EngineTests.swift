@@ -261,6 +261,19 @@ struct EngineFixture {
         #expect(try f.verify(VerifySnapshot(failures: .clear, tokens: [token]), response).result.outcome == .rejected)
     }
 
+    @Test func theChallengeComesFromTheFirstUsableOCRAToken() throws {
+        let f = try EngineFixture()
+        let expired = try f.token(.ocra, serial: "1", suite: "OCRA-1:HOTP-SHA1-6:QN08", expires: now)
+        var disabled = try f.token(.ocra, serial: "2", suite: "OCRA-1:HOTP-SHA1-6:QA10").record
+        disabled.state = "disabled"
+        let unparsable = try f.token(.ocra, serial: "3", suite: "OCRA-2:HOTP-SHA1-6:QN08")
+        let usable = try f.token(.ocra, serial: "4", suite: "OCRA-1:HOTP-SHA256-8:C-QH16")
+        let tokens = [expired.record, try f.token().record, disabled, unparsable.record, usable.record]
+        #expect(VerificationEngine.challengeSuite(among: tokens, now: now)?.text == "OCRA-1:HOTP-SHA256-8:C-QH16")
+        #expect(VerificationEngine.challengeSuite(among: tokens, now: now - 1)?.text == "OCRA-1:HOTP-SHA1-6:QN08")
+        #expect(VerificationEngine.challengeSuite(among: [try f.token().record], now: now) == nil)
+    }
+
     @Test func anExpiredTokenIsSkippedWithANote() throws {
         let f = try EngineFixture()
         let decision = try f.verify(VerifySnapshot(failures: .clear, tokens: [try f.token(expires: now)]), f.code(at: step))

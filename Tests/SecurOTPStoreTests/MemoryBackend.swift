@@ -196,6 +196,10 @@ final class MemoryBackend {
         return record
     }
 
+    func ocraSuite(user: String, now: Int64) -> OCRASuite? {
+        VerificationEngine.challengeSuite(among: activeTokens(user: user).map { $0.record }, now: now)
+    }
+
     func unlock(user: String, now: Int64) -> Bool {
         let wasLocked = failureState(user).isLocked(at: now)
         rows.failures[user] = nil

@@ -16,6 +16,7 @@ protocol ScenarioBackend: AnyObject {
     func requirePIN(user: String, serial: String) throws
     func clearPIN(user: String, serial: String) throws
     func unlock(user: String, now: Int64) throws -> Bool
+    func ocraSuite(user: String, now: Int64) throws -> OCRASuite?
     func dump() throws -> StateDump
 }
 
@@ -77,6 +78,7 @@ final class SQLiteBackend: ScenarioBackend {
     func requirePIN(user: String, serial: String) throws { try store.requirePIN(user: user, serial: serial) }
     func clearPIN(user: String, serial: String) throws { try store.clearPIN(user: user, serial: serial) }
     func unlock(user: String, now: Int64) throws -> Bool { try store.unlock(user: user, now: now) }
+    func ocraSuite(user: String, now: Int64) throws -> OCRASuite? { try store.ocraSuite(user: user, now: now) }
 
     func dump() throws -> StateDump {
         var dump = StateDump()
@@ -177,7 +179,8 @@ final class Scenario {
         try enroll(store, "ben", "100000000004", .totp, digits: 7, period: 20, algorithm: .sha512, created: Self.t0 - 2000)
         try enroll(store, "cat", "000100000005", .securid, digits: 8, pinMode: .addedByToken, created: Self.t0 - 2000)
         try enroll(store, "cat", "100000000006", .hotp, created: Self.t0 - 1000)
-        try enroll(store, "eve", "200000000001", .ocra, suite: "OCRA-1:HOTP-SHA1-6:C-QN08", created: Self.t0 - 2000)
+        // Expires, so the suite the login's challenge is drawn from changes on the way.
+        try enroll(store, "eve", "200000000001", .ocra, suite: "OCRA-1:HOTP-SHA1-6:C-QN08", expires: Self.t0 + 4000, created: Self.t0 - 2000)
         try enroll(store, "eve", "200000000002", .ocra, suite: "OCRA-1:HOTP-SHA256-8:QN08-T1M", created: Self.t0 - 2000)
         try enroll(store, "eve", "200000000003", .ocra, suite: "OCRA-1:HOTP-SHA1-6:QN08", created: Self.t0 - 2000)
         try enroll(store, "eve", "100000000007", .totp, expires: Self.t0 + 1500, created: Self.t0 - 2000)
@@ -247,10 +250,16 @@ final class Scenario {
             return false
         }
         let after = try backends[0].dump()
+        let suites = try Self.users.map { try backends[0].ocraSuite(user: $0, now: now) }
         for (index, backend) in backends.enumerated().dropFirst() {
             let other = try backend.dump()
             if other != after {
                 Issue.record("backend \(index) holds other rows after step \(line):\n\(after)\nvs\n\(other)")
+                return false
+            }
+            let otherSuites = try Self.users.map { try backend.ocraSuite(user: $0, now: now) }
+            if otherSuites != suites {
+                Issue.record("backend \(index) shows other challenges after step \(line): \(suites) vs \(otherSuites)")
                 return false
             }
         }

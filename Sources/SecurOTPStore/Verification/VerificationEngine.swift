@@ -52,6 +52,16 @@ public struct VerificationEngine {
         !codeAtEnd && RecoveryCodes.looksLikeCode(input)
     }
 
+    /// The OCRA suite a login's challenge is drawn from: that of the first active, unexpired
+    /// OCRA token in snapshot order whose suite parses (nil: the login shows no challenge).
+    /// The SQLite store asks its database the same in one indexed query.
+    public static func challengeSuite(among tokens: [TokenRecord], now: Int64) -> OCRASuite? {
+        for record in tokens where record.kind == .ocra && record.state == "active" && !record.isExpired(at: now) {
+            if let suite = try? OCRASuite(record.suite) { return suite }
+        }
+        return nil
+    }
+
     /// Checks `input` against every active token of `user` (and the user's recovery codes).
     ///
     /// With `codeAtEnd`, the code is the last `digits` characters of `input` (password+code).
