@@ -76,6 +76,7 @@ public final class Store {
     /// The column after `tokenColumns` in a SELECT that appends one.
     static let tokenColumnCount: Int32 = 21
 
+    /// The row under `tokenColumns`, checked like input by TokenRecord(row:): nil when damaged.
     static func token(from statement: SQLiteDatabase.Statement) -> TokenRecord? {
         var row = TokenRow()
         row.serial = statement.text(0)
