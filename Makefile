@@ -39,15 +39,19 @@ bench:
 	SECUROTP_MODULE="$(MODULE)" bench/pam/run.sh
 
 install: build
-	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/securotp $(DESTDIR)$(PREFIX)/share/man/man8
+	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/securotp \
+	           $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0644 -s $(MODULE) $(DESTDIR)$(PAM_DIR)/pam_securotp.so
 	install -m 0755 -s $(BIN)/securotp $(DESTDIR)$(PREFIX)/sbin/securotp
+	install -m 0755 -s $(BIN)/securotp-authenticator $(DESTDIR)$(PREFIX)/bin/securotp-authenticator
 	install -m 0644 docs/man/pam_securotp.8 docs/man/securotp.8 $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 0644 docs/man/securotp-authenticator.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	[ -e $(DESTDIR)/etc/securotp/securotp.conf ] || install -m 0600 packaging/securotp.conf $(DESTDIR)/etc/securotp/securotp.conf
 
 uninstall:
-	rm -f $(DESTDIR)$(PAM_DIR)/pam_securotp.so $(DESTDIR)$(PREFIX)/sbin/securotp \
-	      $(DESTDIR)$(PREFIX)/share/man/man8/pam_securotp.8 $(DESTDIR)$(PREFIX)/share/man/man8/securotp.8
+	rm -f $(DESTDIR)$(PAM_DIR)/pam_securotp.so $(DESTDIR)$(PREFIX)/sbin/securotp $(DESTDIR)$(PREFIX)/bin/securotp-authenticator \
+	      $(DESTDIR)$(PREFIX)/share/man/man8/pam_securotp.8 $(DESTDIR)$(PREFIX)/share/man/man8/securotp.8 \
+	      $(DESTDIR)$(PREFIX)/share/man/man1/securotp-authenticator.1
 
 clean:
 	rm -rf .build bench/pam/out

@@ -16,30 +16,36 @@ let versionScript = Context.packageDirectory + "/pam/pam_securotp/exports.map"
 
 let package = Package(
     name: "securotp",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     products: [
         // File name: libpam_securotp.so; `make install` copies it to .../security/pam_securotp.so.
         .library(name: "pam_securotp", type: .dynamic, targets: ["PAMModule"]),
         .executable(name: "securotp", targets: ["securotp"]),
         .executable(name: "pam-check", targets: ["PAMCheck"]),
         .executable(name: "securotp-authenticator", targets: ["securotp-authenticator"]),
+        .executable(name: "securotpd", targets: ["securotpd"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
     ],
     targets: [
         // C shims: real Linux-PAM / OpenSSL / SQLite headers, non-variadic wrappers.
         .target(name: "CPAM", linkerSettings: [.linkedLibrary("pam")]),
         .target(name: "COpenSSL", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "CSQLite", linkerSettings: [.linkedLibrary("sqlite3")]),
-        .target(name: "CSystem"),
+        .target(name: "CPosix"),
+        // HTTP(S) to a validator through libcurl, loaded with dlopen only when used (the
+        // module's remote mode and the CLI's --server).
+        .target(name: "CHTTP"),
 
         // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
         // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs.
-        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CSystem"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CPosix"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record.
-        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CSystem"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CPosix"], swiftSettings: pamSafe),
         // RSA SecurID 128-bit tokencodes (time-based, AES) with PIN modes. Linked by the module.
         .target(name: "SecurOTPSecurID", dependencies: ["SecurOTPCore", "COpenSSL"], swiftSettings: pamSafe),
         // Token import formats: otpauth URIs, Google Authenticator migration, PSKC (RFC 6030),
@@ -49,6 +55,22 @@ let package = Package(
         .target(name: "SecurOTPImport", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "COpenSSL", "COpenSSLImport"]),
         // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.
         .target(name: "SecurOTPQR"),
+
+        // Everything a caller can ask of securotp (TokenService) and the /v1 API's JSON shapes,
+        // with the SQLite implementation (LocalTokenService). CLI and daemon only.
+        .target(name: "SecurOTPService", dependencies: ["SecurOTPStore", "SecurOTPImport", "SecurOTPCore", "CHTTP"]),
+        // The validator's HTTP application (Hummingbird): routes, authentication, rate limits,
+        // metrics, configuration. `buildApplication` serves securotpd and the tests alike.
+        .target(name: "SecurOTPServer", dependencies: [
+            "SecurOTPService",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
+        .executableTarget(name: "securotpd", dependencies: [
+            "SecurOTPServer", "SecurOTPService",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
 
         // The .so: only the @_cdecl entry points. Swift runtime linked statically, exports
         // limited to pam_sm_* by the version script (DESIGN.md §3).
@@ -79,16 +101,19 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR", "SecurOTPImport",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPService",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
 
         // The user's side: a software token in the user's home, like the mobile SDKs' apps.
+        // The logic (its own sealed store, binding to user and machine, codes) is a library the
+        // tests link; the executable holds only the command tree. Never linked by the module.
+        .target(name: "SecurOTPAuthenticator", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "SecurOTPImport", "SecurOTPStore"]),
         .executableTarget(
             name: "securotp-authenticator",
             dependencies: [
-                "SecurOTPCore", "SecurOTPSecurID", "SecurOTPImport", "CSQLite", "COpenSSL",
+                "SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -103,6 +128,6 @@ let package = Package(
         .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["SecurOTPCore"]),
-        .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPCore"]),
+        .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPSecurID", "SecurOTPStore", "SecurOTPCore"]),
     ]
 )

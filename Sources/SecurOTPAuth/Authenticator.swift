@@ -1,5 +1,5 @@
 import CPAM
-import CSystem
+import CPosix
 import SecurOTPCore
 import SecurOTPStore
 
@@ -157,14 +157,14 @@ struct Verification {
             return PAM_SUCCESS
         case .acceptedRecoveryCode(let remaining):
             session.log(LOG_NOTICE, "accepted a recovery code for \(shownUser); \(remaining) left")
-            session.tell("Recovery code accepted. \(remaining) left; ask your administrator for new ones when they run low.")
+            session.tell(DialogueText.recoveryCodeAccepted(remaining: remaining))
             return PAM_SUCCESS
         case .locked:
             session.log(LOG_NOTICE, "\(shownUser) is locked after repeated failures; code not checked (lift with: securotp unlock \(shownUser))")
             return PAM_AUTH_ERR
         case .replayed(let serial):
             session.log(LOG_WARNING, "refused a replayed code for \(shownUser) (token \(serial)); \(result.failures) consecutive failures")
-            session.tell("That code was already used. Wait for the next one.")
+            session.tell(DialogueText.replayed)
         case .rejected:
             session.log(LOG_NOTICE, "rejected code for \(shownUser) (\(result.note)); \(result.failures) consecutive failures")
         case .nextCodeRequired(let serial, let position):
@@ -186,7 +186,7 @@ struct Verification {
     /// SecurID's next-tokencode mode: the code just typed lay outside the window (or too many
     /// failures preceded it); the code that follows it on the token settles it.
     private mutating func nextCodeDialogue(serial: String, position: Int64, dialogues: Int) -> Int32 {
-        let (code, response) = session.askSecret("Wait for the code on your token to change, then enter the new code: ")
+        let (code, response) = session.askSecret(DialogueText.nextCode)
         guard let response else { return code }
         defer { securotp_pam_free_response(response) }
         let input = UnsafeBufferPointer(start: UnsafeRawPointer(response).assumingMemoryBound(to: UInt8.self), count: strlen(response))
@@ -199,22 +199,21 @@ struct Verification {
     /// New-PIN mode: the tokencode proved the token; the user picks a PIN (asked twice, checked
     /// against the rules), then logs in with a passcode made with it.
     private mutating func newPINDialogue(serial: String, mode: PINMode, dialogues: Int) -> Int32 {
-        let rule = mode == .addedByToken ? "4 to 8 digits" : "4 to 8 letters or digits"
-        let (firstCode, first) = session.askSecret("Enter a new PIN (\(rule)): ")
+        let (firstCode, first) = session.askSecret(DialogueText.newPIN(mode))
         guard let first else { return firstCode }
         defer { securotp_pam_free_response(first) }
-        let (secondCode, second) = session.askSecret("Enter the new PIN again: ")
+        let (secondCode, second) = session.askSecret(DialogueText.newPINAgain)
         guard let second else { return secondCode }
         defer { securotp_pam_free_response(second) }
         let pin = UnsafeBufferPointer(start: UnsafeRawPointer(first).assumingMemoryBound(to: UInt8.self), count: strlen(first))
         let again = UnsafeBufferPointer(start: UnsafeRawPointer(second).assumingMemoryBound(to: UInt8.self), count: strlen(second))
         guard ConstantTime.equal(pin, again) else {
-            session.error("The PINs differ. Log in again to set your PIN.")
+            session.error(DialogueText.pinsDiffer)
             session.log(LOG_NOTICE, "new PIN for \(shownUser) (token \(serial)) not set: the two entries differed")
             return PAM_AUTH_ERR
         }
         if let problem = PINRules.problem(pin, mode: mode) {
-            session.error("PIN refused: \(problem). Log in again to set your PIN.")
+            session.error(DialogueText.pinRefused(problem))
             session.log(LOG_NOTICE, "new PIN for \(shownUser) (token \(serial)) refused by the PIN rules")
             return PAM_AUTH_ERR
         }
@@ -222,8 +221,7 @@ struct Verification {
             return PAM_AUTHINFO_UNAVAIL
         }
         session.log(LOG_NOTICE, "\(shownUser) set a new PIN for token \(serial)")
-        let how = mode == .addedByToken ? "the passcode your token shows with the new PIN" : "your new PIN followed by the next code"
-        let (code, response) = session.askSecret("PIN set. Wait for the code to change, then enter \(how): ")
+        let (code, response) = session.askSecret(DialogueText.pinSet(mode))
         guard let response else { return code }
         defer { securotp_pam_free_response(response) }
         let input = UnsafeBufferPointer(start: UnsafeRawPointer(response).assumingMemoryBound(to: UInt8.self), count: strlen(response))

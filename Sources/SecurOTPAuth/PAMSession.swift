@@ -1,5 +1,5 @@
 import CPAM
-import CSystem
+import CPosix
 
 /// The libpam calls the module makes, on one handle: items, conversation, syslog.
 struct PAMSession {

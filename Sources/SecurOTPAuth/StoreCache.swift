@@ -1,4 +1,4 @@
-import CSystem
+import CPosix
 import SecurOTPStore
 
 /// pam_securotp.so is never unloaded (-z nodelete), so a process that authenticates many times

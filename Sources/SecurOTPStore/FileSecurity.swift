@@ -1,4 +1,4 @@
-import CSystem
+import CPosix
 
 /// Device, inode, size and change time: equal identities mean the same, unchanged file.
 public struct FileIdentity: Equatable, Sendable {

@@ -65,21 +65,43 @@ public final class SQLiteDatabase {
         return statement
     }
 
+    /// Open transactions: 0 outside, 1 in BEGIN IMMEDIATE, more in nested savepoints.
+    private var transactionDepth = 0
+
     /// Runs `body` inside BEGIN IMMEDIATE … COMMIT: the write lock is taken before anything is
     /// read, so two logins racing with one code serialise here and the second sees the first's
     /// update. Rolls back when `body` throws.
+    ///
+    /// Inside another transaction it becomes a savepoint: the validator daemon runs several
+    /// verifications in one transaction (one fsync for all: group commit) and an audit entry in
+    /// the same transaction as the decision it records; each inner body still rolls back alone.
     public func immediateTransaction<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
-        resetStatements()
-        try execute("BEGIN IMMEDIATE")
+        try immediateTransaction(body, databaseError: { $0 })
+    }
+
+    /// The same for a body with its own error type; failures of the database itself are
+    /// turned into that type by `databaseError`.
+    public func immediateTransaction<R, E: Error>(_ body: () throws(E) -> R, databaseError: (StoreError) -> E) throws(E) -> R {
+        func run(_ sql: String) throws(E) {
+            do { try execute(sql) } catch { throw databaseError(error) }
+        }
+        let outermost = transactionDepth == 0
+        let savepoint = "nested\(transactionDepth)"
+        if outermost { resetStatements() }
+        try run(outermost ? "BEGIN IMMEDIATE" : "SAVEPOINT \(savepoint)")
+        transactionDepth += 1
         let result: R
         do {
             result = try body()
-            try execute("COMMIT")
+            try run(outermost ? "COMMIT" : "RELEASE \(savepoint)")
         } catch {
+            transactionDepth -= 1
             resetStatements()
-            try? execute("ROLLBACK")
+            try? execute(outermost ? "ROLLBACK" : "ROLLBACK TO \(savepoint); RELEASE \(savepoint)")
             throw error
         }
+        transactionDepth -= 1
+        guard outermost else { return result }
         resetStatements()
         if walPolicy.pointee.restart_pending != 0 {
             // Everything is in the database now; this write starts the WAL over at its beginning.

@@ -52,6 +52,56 @@ enum Schema {
         """
         ALTER TABLE tokens ADD COLUMN suite TEXT NOT NULL DEFAULT '';
         """,
+        // 4: the validator daemon: credentials of hosts and admins (hashes only), the audit log,
+        // pending challenges of host dialogues, and HOTP codes handed to hosts for offline use.
+        """
+        CREATE TABLE credentials (
+            id TEXT PRIMARY KEY NOT NULL,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            secret_hash BLOB NOT NULL,
+            users TEXT NOT NULL DEFAULT '',
+            groups TEXT NOT NULL DEFAULT '',
+            offline_codes INTEGER NOT NULL DEFAULT 0,
+            created INTEGER NOT NULL,
+            revoked INTEGER NOT NULL DEFAULT 0,
+            last_used INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE UNIQUE INDEX credentials_active_name ON credentials(kind, name) WHERE revoked = 0;
+        CREATE TABLE audit (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            time INTEGER NOT NULL,
+            actor_kind TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            address TEXT NOT NULL,
+            action TEXT NOT NULL,
+            user TEXT NOT NULL DEFAULT '',
+            serial TEXT NOT NULL DEFAULT '',
+            result TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX audit_by_user ON audit(user, id);
+        CREATE INDEX audit_by_time ON audit(time);
+        CREATE TABLE challenges (
+            id TEXT PRIMARY KEY NOT NULL,
+            user TEXT NOT NULL,
+            host TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            serial TEXT NOT NULL,
+            position INTEGER NOT NULL DEFAULT 0,
+            pin_mode TEXT NOT NULL DEFAULT 'none',
+            remaining INTEGER NOT NULL DEFAULT 0,
+            expires INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE TABLE offline_grants (
+            host TEXT NOT NULL,
+            serial TEXT NOT NULL,
+            user TEXT NOT NULL,
+            first INTEGER NOT NULL,
+            last INTEGER NOT NULL,
+            PRIMARY KEY (host, serial)
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

@@ -1,4 +1,4 @@
-import CSystem
+import CPosix
 
 /// Every setting of the PAM module and the CLI, read from `securotp.conf` (`key = value`,
 /// `#` comments) and overridden by module arguments (`key=value` or a bare flag). One setter
@@ -87,20 +87,11 @@ public struct Settings: Sendable, Equatable {
     /// Reads a configuration file's text. A missing file at the default location is fine
     /// (defaults apply); a named file that is missing is an error.
     public mutating func apply(fileText: String, path: String) throws(StoreError) {
-        var lineNumber = 0
-        for rawLine in fileText.split(separator: "\n", omittingEmptySubsequences: false) {
-            lineNumber += 1
-            let line = rawLine.trimmingSpaces
-            if line.isEmpty || line.hasPrefix("#") { continue }
-            guard let equals = line.firstIndex(of: "=") else {
-                throw StoreError(.config, "\(path):\(lineNumber): expected key = value")
+        for entry in try ConfigFile.entries(fileText, path: path) {
+            if Self.locationKeys.contains(entry.key) {
+                throw StoreError(.config, "\(path):\(entry.line): \(entry.key) can only be given as a module argument or command-line option")
             }
-            let key = line[..<equals].trimmingSpaces
-            let value = line[line.index(after: equals)...].trimmingSpaces
-            if Self.locationKeys.contains(key) {
-                throw StoreError(.config, "\(path):\(lineNumber): \(key) can only be given as a module argument or command-line option")
-            }
-            try apply(key: key, value: value, origin: .file(path: path, line: lineNumber))
+            try apply(key: entry.key, value: entry.value, origin: .file(path: path, line: entry.line))
         }
     }
 
@@ -156,6 +147,31 @@ public struct Settings: Sendable, Equatable {
             throw StoreError(.config, "module arguments use_first_pass and forward_pass exclude each other")
         }
         return settings
+    }
+}
+
+/// `key = value` lines, `#` comments and blank lines: the format of securotp.conf and
+/// securotpd.conf. Keys and values are trimmed; what a key means is the reader's business.
+public enum ConfigFile {
+    public struct Entry: Sendable, Equatable {
+        public let key: String
+        public let value: String
+        public let line: Int
+    }
+
+    public static func entries(_ text: String, path: String) throws(StoreError) -> [Entry] {
+        var entries: [Entry] = []
+        var lineNumber = 0
+        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            let line = rawLine.trimmingSpaces
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw StoreError(.config, "\(path):\(lineNumber): expected key = value")
+            }
+            entries.append(Entry(key: line[..<equals].trimmingSpaces, value: line[line.index(after: equals)...].trimmingSpaces, line: lineNumber))
+        }
+        return entries
     }
 }
 

@@ -1,4 +1,4 @@
-import CSystem
+import CPosix
 import SecurOTPCore
 
 /// The local token store: SQLite for rows, the key file for sealing. Opened per use; every
@@ -288,6 +288,10 @@ extension FileIdentity {
 }
 
 extension Store {
+    /// The connection, for the validator daemon's own tables (credentials, audit, challenges)
+    /// and for running several store operations in one transaction.
+    public var database: SQLiteDatabase { db }
+
     /// See SQLiteDatabase.checkpoint.
     public func checkpoint() throws(StoreError) { try db.checkpoint() }
 

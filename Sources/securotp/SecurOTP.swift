@@ -1,35 +1,47 @@
 import ArgumentParser
 import Glibc
+import SecurOTPCore
+import SecurOTPService
 import SecurOTPStore
 
 /// `securotp`: the admin CLI. The root declares the command tree only; each subcommand lives
 /// in Commands/ and works against a `CommandContext` (store, settings, output).
 @main
-struct SecurOTP: ParsableCommand {
+struct SecurOTP: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "securotp",
         abstract: "Provision and manage second-factor tokens for pam_securotp.",
         discussion: """
         Runs as root against the local token store (/var/lib/securotp/securotp.db, key in /etc/securotp/securotp.key, settings in /etc/securotp/securotp.conf). --state-dir DIR (or SECUROTP_STATE_DIR) keeps all three in DIR instead, for tests and demos; the PAM module takes the same directory as state_dir=DIR.
 
+        With --server URL --credential FILE (or SECUROTP_SERVER, SECUROTP_CREDENTIAL, SECUROTP_CA_FILE) every command runs on a securotpd validator instead, with the same output.
+
         Typical first steps:
           securotp enroll alice            # TOTP token, QR code for the phone
           securotp doctor                  # check config, permissions and PAM stacks
           securotp list alice
+          securotp --server https://otp.example.com:8443 --credential /root/admin.cred list
         """,
+        version: SecurOTPVersion.string,
         subcommands: [Enroll.self, Import.self, List.self, Nickname.self, Delete.self, Reset.self,
                       PIN.self, Resync.self, RecoveryCodesCommand.self,
-                      BindingIDCommand.self, Unlock.self, Status.self, Doctor.self]
+                      BindingIDCommand.self, Unlock.self, Status.self, Doctor.self,
+                      HostCommand.self, AdminCommand.self, Audit.self]
     )
 
-    /// Store and config errors end as one line on stderr and a sysexits code, never a trace.
-    static func main() {
+    /// Store, service and config errors end as one line on stderr and a sysexits code, never a trace.
+    static func main() async {
         do {
             var command = try parseAsRoot(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
-            defer { CommandContext.checkpointOpenedStores() }
-            try command.run()
-        } catch let error as StoreError {
+            if var asynchronous = command as? any AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
+        } catch let error as ServiceError {
             CommandContext.fail(error.message, exitCode: error.exitCode)
+        } catch let error as StoreError {
+            CommandContext.fail(error.message, exitCode: ServiceError(error).exitCode)
         } catch let error as CLIError {
             CommandContext.fail(error.message, exitCode: error.exitCode)
         } catch {
@@ -44,7 +56,7 @@ struct SecurOTP: ParsableCommand {
 /// `securotp --state-dir DIR enroll alice` reads best with global options first, but
 /// ArgumentParser only gives them to the subcommand that declares them: move them after it.
 func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-    let globalsWithValue: Set<String> = ["--state-dir", "--config"]
+    let globalsWithValue = GlobalOptions.namesWithValue
     var globals: [String] = []
     var index = 0
     while index < arguments.count {
@@ -76,21 +88,4 @@ struct CLIError: Error {
     var exitCode: Int32
 
     static func usage(_ message: String) -> CLIError { CLIError(message: message, exitCode: 64) }
-}
-
-extension StoreError {
-    /// sysexits(3): scripts can tell bad input from a broken installation.
-    var exitCode: Int32 {
-        switch code {
-        case .invalidInput: 65   // EX_DATAERR
-        case .notFound: 67       // EX_NOUSER: no such token for that user
-        case .missing: 66        // EX_NOINPUT
-        case .corrupt: 65        // EX_DATAERR
-        case .database: 74       // EX_IOERR
-        case .system: 71         // EX_OSERR
-        case .limit: 73          // EX_CANTCREAT
-        case .permissions: 77    // EX_NOPERM
-        case .config: 78         // EX_CONFIG
-        }
-    }
 }

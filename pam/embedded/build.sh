@@ -14,7 +14,7 @@ clang=$(dirname "$swiftc")/clang
 
 # C targets: their include/ directories hold the module maps Swift imports.
 includes=()
-for c in CPAM COpenSSL CSQLite CSystem; do includes+=(-I "Sources/$c/include"); done
+for c in CPAM COpenSSL CSQLite CPosix; do includes+=(-I "Sources/$c/include"); done
 for c in CPAM COpenSSL CSQLite; do
   "$clang" -c -O2 -fPIC -fvisibility=hidden -I "Sources/$c/include" Sources/$c/*.c -o "$out/$c.o"
 done

@@ -2,9 +2,10 @@ import ArgumentParser
 import Glibc
 import SecurOTPCore
 import SecurOTPQR
+import SecurOTPService
 import SecurOTPStore
 
-struct Enroll: ParsableCommand {
+struct Enroll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a TOTP (default) or HOTP token for a Unix user.",
         discussion: """
@@ -57,6 +58,9 @@ struct Enroll: ParsableCommand {
     var format: OutputFormat = .text
 
     func validate() throws {
+        if let ocra {
+            do { _ = try OCRASuite(ocra) } catch { throw ValidationError("--ocra \(ocra): \(error.message)") }
+        }
         guard HashAlgorithm(name: algorithm) != nil else { throw ValidationError("--algorithm must be SHA1, SHA256 or SHA512 (got \(algorithm))") }
         guard OTP.digitRange.contains(digits) else { throw ValidationError("--digits must be 6, 7 or 8 (got \(digits))") }
         guard OTP.periodRange.contains(period) else { throw ValidationError("--period must be 1–300 seconds (got \(period))") }
@@ -65,23 +69,28 @@ struct Enroll: ParsableCommand {
         }
     }
 
-    func run() throws {
-        if let ocra { return try enrollOCRA(suiteText: ocra) }
+    func run() async throws {
         let context = try CommandContext(global)
         try Store.validate(user: user)
-        if !CommandContext.userExists(user) {
+        if !context.isRemote, !CommandContext.userExists(user) {
             CommandContext.warn("no user \(user) is known to this system (getpwnam); enrolling anyway")
         }
-        guard let hashAlgorithm = HashAlgorithm(name: algorithm) else { return }
-        let parameters = OATHParameters(kind: hotp ? .hotp : .totp, algorithm: hashAlgorithm, digits: digits, period: period, counter: 0)
-        // RFC 4226 §4 asks for at least 128 bits; use the hash's own output length.
-        let seedLength = switch hashAlgorithm { case .sha1: 20; case .sha256: 32; case .sha512: 64 }
-        guard let seed = SecretBytes.random(count: seedLength) else {
-            throw CLIError(message: "no randomness available from getrandom(2)", exitCode: 71)
+        let request = EnrollRequest(kind: ocra != nil ? "ocra" : hotp ? "hotp" : "totp", algorithm: algorithm, digits: digits,
+                                    period: period, issuer: issuer, nickname: nickname, suite: ocra)
+        let enrolled = try await context.withService(create: true) { service in
+            try await service.enroll(user: user, request, caller: context.caller)
         }
-        let store = try context.openStore(create: true)
-        let record = try store.enroll(user: user, parameters: parameters, seed: seed, nickname: nickname,
-                                      issuer: issuer, maxTokens: context.settings.maxTokens, now: CommandContext.now())
+        if ocra != nil { return printOCRA(enrolled) }
+        try printOATH(enrolled)
+    }
+
+    private func printOATH(_ enrolled: EnrollResponse) throws {
+        let token = enrolled.token
+        guard let hashAlgorithm = HashAlgorithm(name: token.algorithm), let seed = Base32.decode(enrolled.secret) else {
+            throw CLIError(message: "the validator returned a token securotp cannot show (\(token.algorithm))", exitCode: 65)
+        }
+        let parameters = OATHParameters(kind: token.kind == "hotp" ? .hotp : .totp, algorithm: hashAlgorithm, digits: token.digits,
+                                        period: token.period ?? 30, counter: UInt64(max(0, token.counter ?? 0)))
         let uri = OTPAuthURI(parameters: parameters, secret: seed, account: label ?? "\(user)@\(Self.hostname())", issuer: issuer).render()
         let qr = try? QRCode.encode(Array(uri.utf8), errorCorrection: .medium)
         if let path = qrPNG {
@@ -90,56 +99,46 @@ struct Enroll: ParsableCommand {
                 try FileSecurity.writeSecret(path, bytes: bytes, replace: true)
             }
         }
-
-        let secret = Base32.encode(seed)
+        let hotp = parameters.kind == .hotp
         switch format {
         case .json:
             print(JSONValue.object([
-                ("serial", .string(record.serial)),
+                ("serial", .string(token.serial)),
                 ("user", .string(user)),
-                ("kind", .string(parameters.kind.rawValue)),
+                ("kind", .string(token.kind)),
                 ("algorithm", .string(hashAlgorithm.name)),
-                ("digits", .number(Int64(digits))),
-                ("period", hotp ? .null : .number(Int64(period))),
-                ("counter", hotp ? .number(0) : .null),
+                ("digits", .number(Int64(token.digits))),
+                ("period", hotp ? .null : .number(Int64(parameters.period))),
+                ("counter", hotp ? .number(Int64(parameters.counter)) : .null),
                 ("uri", .string(uri)),
-                ("secret", .string(secret)),
+                ("secret", .string(enrolled.secret)),
                 ("qr_png", qrPNG.map { .string($0) } ?? .null),
             ]).rendered)
         case .text:
-            print("Enrolled \(parameters.kind.rawValue.uppercased()) token \(record.serial) for \(user).\n")
+            print("Enrolled \(token.kind.uppercased()) token \(token.serial) for \(user).\n")
             if !noQR, let qr {
                 print("Scan this QR code with an authenticator app:\n")
                 print(qr.terminalString(quietZone: 2, invert: true))
             }
             print("URI:     \(uri)")
-            print("Secret:  \(Self.grouped(secret))   (for manual entry; \(hashAlgorithm.name), \(digits) digits\(hotp ? ", counter 0" : ", \(period) s"))")
+            print("Secret:  \(Self.grouped(enrolled.secret))   (for manual entry; \(hashAlgorithm.name), \(token.digits) digits\(hotp ? ", counter \(parameters.counter)" : ", \(parameters.period) s"))")
             if let path = qrPNG { print("QR PNG:  \(path)") }
             print("\nThis secret is not shown again. Test it before you log out: the code from the app is what the login asks for.")
         }
     }
 
     /// OCRA tokens have no otpauth URI: the key goes to the device that answers challenges.
-    private func enrollOCRA(suiteText: String) throws {
-        let suite: OCRASuite
-        do { suite = try OCRASuite(suiteText) } catch { throw CLIError(message: "--ocra \(suiteText): \(error.message)", exitCode: 64) }
-        let context = try CommandContext(global)
-        try Store.validate(user: user)
-        let keyLength = switch suite.algorithm { case .sha1: 20; case .sha256: 32; case .sha512: 64 }
-        guard let seed = SecretBytes.random(count: keyLength) else { throw CLIError(message: "no randomness available", exitCode: 71) }
-        let token = NewToken(kind: .ocra, parameters: OATHParameters(kind: .hotp, algorithm: suite.algorithm, digits: suite.digits),
-                             seed: seed, nickname: nickname, issuer: issuer, suite: suite.text)
-        let store = try context.openStore(create: true)
-        let record = try store.add([token], user: user, maxTokens: context.settings.maxTokens, now: CommandContext.now())[0]
-        let keyHex = seed.withUnsafeBytes { Hex.encode($0) }
+    private func printOCRA(_ enrolled: EnrollResponse) {
+        let token = enrolled.token
+        let keyHex = Base32.decode(enrolled.secret).map { seed in seed.withUnsafeBytes { Hex.encode($0) } } ?? ""
         switch format {
         case .json:
-            print(JSONValue.object([("serial", .string(record.serial)), ("user", .string(user)), ("kind", .string("ocra")),
-                                    ("suite", .string(suite.text)), ("secret", .string(Base32.encode(seed))), ("key_hex", .string(keyHex))]).rendered)
+            print(JSONValue.object([("serial", .string(token.serial)), ("user", .string(user)), ("kind", .string("ocra")),
+                                    ("suite", .string(token.suite ?? "")), ("secret", .string(enrolled.secret)), ("key_hex", .string(keyHex))]).rendered)
         case .text:
-            print("Enrolled OCRA token \(record.serial) for \(user), suite \(suite.text).")
+            print("Enrolled OCRA token \(token.serial) for \(user), suite \(token.suite ?? "").")
             print("Key (hex):    \(keyHex)")
-            print("Key (base32): \(Self.grouped(Base32.encode(seed)))")
+            print("Key (base32): \(Self.grouped(enrolled.secret))")
             print("\nLoad the key into the device that answers challenges. It is not shown again.")
         }
     }

@@ -1,10 +1,10 @@
 import ArgumentParser
 import Foundation
 import SecurOTPCore
-import SecurOTPImport
+import SecurOTPService
 import SecurOTPStore
 
-struct Import: ParsableCommand {
+struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import tokens an issuer already made: otpauth URIs, Google Authenticator exports, PSKC, RSA SecurID .sdtid and CTF.",
@@ -51,48 +51,32 @@ struct Import: ParsableCommand {
         if key != nil && keyFile != nil { throw ValidationError("give --key or --key-file, not both") }
     }
 
-    func run() throws {
+    func run() async throws {
         let context = try CommandContext(global)
         try Store.validate(user: user)
-        let input = try readSource()
-        let store = try context.openStore(create: true)
-        let now = CommandContext.now()
-        let options = ImportOptions(password: try readPassword(), transportKey: try readKey(), bindingID: store.bindingID(user: user), now: now)
-        let imported: [ImportedToken]
+        let request = ImportRequest(source: Data(try readSource()).base64EncodedString(), password: try readPassword(),
+                                    keyHex: try readKey(), nickname: nickname)
+        let imported: TokenList
         do {
-            imported = try TokenImporter.parse(input, options: options)
-        } catch {
-            throw CLIError(message: "\(source): \(error.message)", exitCode: error.code == .password || error.code == .deviceBinding ? 77 : 65)
+            imported = try await context.withService(create: true) { service in
+                try await service.importTokens(user: user, request, caller: context.caller)
+            }
+        } catch let error as ServiceError where error.code == .importInvalid || error.code == .importDenied {
+            throw ServiceError(error.code, "\(source): \(error.message)")
         }
-        guard !imported.isEmpty else { throw CLIError(message: "\(source): no tokens found", exitCode: 65) }
-        let records = try store.add(imported.map(newToken), user: user, maxTokens: context.settings.maxTokens, now: now)
+        let tokens = imported.tokens
         switch format {
         case .json:
-            print(JSONValue.array(records.map(Formatting.json)).rendered)
+            print(JSONValue.array(tokens.map(Formatting.json)).rendered)
         case .text:
-            print("Imported \(records.count) token\(records.count == 1 ? "" : "s") for \(user):")
-            print(Formatting.table(["SERIAL", "KIND", "DIGITS", "PERIOD", "PIN", "EXPIRES", "FROM"], zip(records, imported).map { record, token in
-                [record.serial, record.kind.rawValue, String(record.parameters.digits),
-                 record.kind == .hotp ? "-" : "\(record.parameters.period)s", Formatting.pin(record),
-                 record.expires > 0 ? Formatting.time(record.expires) : "never", token.source]
+            print("Imported \(tokens.count) token\(tokens.count == 1 ? "" : "s") for \(user):")
+            print(Formatting.table(["SERIAL", "KIND", "DIGITS", "PERIOD", "PIN", "EXPIRES", "FROM"], tokens.map { token in
+                [token.serial, token.kind, String(token.digits), Formatting.period(token), Formatting.pin(token),
+                 token.expires > 0 ? Formatting.time(token.expires) : "never", token.source]
             }))
-            if records.contains(where: \.needsNewPIN) {
+            if tokens.contains(where: \.needsNewPIN) {
                 print("\nTokens with a PIN mode and no PIN yet ask for a new PIN at the first login (or: securotp pin set \(user) SERIAL).")
             }
-        }
-    }
-
-    private func newToken(_ token: ImportedToken) -> NewToken {
-        let label = nickname ?? String((token.account ?? "").prefix(32))
-        switch token.kind {
-        case .oath(let parameters):
-            return NewToken(kind: parameters.kind == .hotp ? .hotp : .totp, parameters: parameters, seed: token.secret,
-                            serial: token.serial, nickname: label, issuer: token.issuer ?? "", pinMode: token.pinMode,
-                            expires: token.expires ?? 0, source: token.source)
-        case .securID(let parameters):
-            return NewToken(kind: .securid, parameters: OATHParameters(kind: .totp, digits: parameters.digits, period: parameters.interval),
-                            seed: token.secret, serial: token.serial, nickname: label, issuer: token.issuer ?? "RSA SecurID",
-                            pinMode: token.pinMode, expires: token.expires ?? parameters.expiresAt ?? 0, source: token.source)
         }
     }
 
@@ -110,23 +94,17 @@ struct Import: ParsableCommand {
         throw CLIError(message: "\(source): no such file (give a file, - for standard input, or the token string)", exitCode: 66)
     }
 
-    private func readPassword() throws -> [UInt8]? {
-        if let password { return Array(password.utf8) }
+    private func readPassword() throws -> String? {
+        if let password { return password }
         guard let passwordFile else { return nil }
         guard let data = FileManager.default.contents(atPath: passwordFile) else { throw CLIError(message: "cannot read \(passwordFile)", exitCode: 66) }
-        return Array(data.prefix { $0 != 10 && $0 != 13 })
+        return String(decoding: data.prefix { $0 != 10 && $0 != 13 }, as: UTF8.self)
     }
 
-    private func readKey() throws -> SecretBytes? {
-        var text = key
-        if let keyFile {
-            guard let data = FileManager.default.contents(atPath: keyFile) else { throw CLIError(message: "cannot read \(keyFile)", exitCode: 66) }
-            text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        }
-        guard let text else { return nil }
-        guard let bytes = Hex.decode(text), [16, 24, 32].contains(bytes.count) else {
-            throw CLIError(message: "the transport key must be 16, 24 or 32 bytes of hex", exitCode: 65)
-        }
-        return SecretBytes(copying: bytes)
+    private func readKey() throws -> String? {
+        if let key { return key }
+        guard let keyFile else { return nil }
+        guard let data = FileManager.default.contents(atPath: keyFile) else { throw CLIError(message: "cannot read \(keyFile)", exitCode: 66) }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
-import SecurOTPStore
+import SecurOTPService
 
-struct List: ParsableCommand {
+struct List: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show tokens of one user, or of all users.",
         discussion: "Example: securotp list alice --format json"
@@ -15,21 +15,13 @@ struct List: ParsableCommand {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func run() throws {
-        let store = try CommandContext(global).openStore()
+    func run() async throws {
+        let context = try CommandContext(global)
         let now = CommandContext.now()
-        let tokens = try store.tokens(user: user)
-        let locked = Set(try store.lockedUsers(now: now))
+        let tokens = try await context.withService { service in try await service.tokens(user: user, caller: context.caller) }.tokens
         switch format {
         case .json:
-            print(JSONValue.array(tokens.map { record in
-                var object = Formatting.json(record)
-                if case .object(var members) = object {
-                    members.append(("user_locked", .bool(locked.contains(record.user))))
-                    object = .object(members)
-                }
-                return object
-            }).rendered)
+            print(JSONValue.array(tokens.map(Formatting.json)).rendered)
         case .text:
             if tokens.isEmpty {
                 print(user.map { "\($0) has no tokens. Enroll one with: securotp enroll \($0)" } ?? "No tokens enrolled. Enroll one with: securotp enroll USER")
@@ -37,15 +29,13 @@ struct List: ParsableCommand {
             }
             var header = ["SERIAL", "NICKNAME", "KIND", "ALGORITHM", "DIGITS", "PERIOD", "PIN", "STATE", "EXPIRES", "CREATED", "LAST USED"]
             if user == nil { header.insert("USER", at: 0) }
-            let rows = tokens.map { record -> [String] in
-                let p = record.parameters
-                var row = [record.serial, record.nickname.isEmpty ? "-" : record.nickname, record.kind.rawValue,
-                           record.kind == .securid ? "AES-128" : p.algorithm.name,
-                           String(p.digits), record.kind == .hotp ? "-" : record.kind == .ocra ? record.suite : "\(p.period)s", Formatting.pin(record),
-                           locked.contains(record.user) ? "locked" : (record.isExpired(at: now) ? "expired" : record.state),
-                           record.expires > 0 ? Formatting.time(record.expires) : "never",
-                           Formatting.time(record.created), Formatting.time(record.lastUsed)]
-                if user == nil { row.insert(record.user, at: 0) }
+            let rows = tokens.map { token -> [String] in
+                var row = [token.serial, token.nickname.isEmpty ? "-" : token.nickname, token.kind, token.algorithm,
+                           String(token.digits), Formatting.period(token), Formatting.pin(token),
+                           token.userLocked == true ? "locked" : (token.isExpired(at: now) ? "expired" : token.state),
+                           token.expires > 0 ? Formatting.time(token.expires) : "never",
+                           Formatting.time(token.created), Formatting.time(token.lastUsed)]
+                if user == nil { row.insert(token.user, at: 0) }
                 return row
             }
             print(Formatting.table(header, rows))

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Glibc
+import SecurOTPService
 import SecurOTPStore
 
-struct PIN: ParsableCommand {
+struct PIN: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pin",
         abstract: "Set, clear or require a token's PIN.",
@@ -17,15 +18,20 @@ struct PIN: ParsableCommand {
         subcommands: [Set.self, Clear.self, Require.self]
     )
 
-    struct Set: ParsableCommand {
+    struct Set: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Set a token's PIN (read twice from the terminal, or two lines of standard input).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
-        func run() throws {
-            let store = try CommandContext(global).openStore()
-            _ = try store.token(user: user, serial: serial)
+        func run() async throws {
+            let context = try CommandContext(global)
+            try await context.withService { service in
+                // Ask for the PIN only for a token that exists.
+                guard try await service.tokens(user: user, caller: context.caller).tokens.contains(where: { $0.serial == serial }) else {
+                    throw ServiceError(.notFound, "\(user) has no token with serial \(serial); see: securotp list \(user)")
+                }
+            }
             var first = try SecretInput.read(prompt: "New PIN: ")
             var second = try SecretInput.read(prompt: "New PIN again: ")
             defer {
@@ -33,31 +39,34 @@ struct PIN: ParsableCommand {
                 for index in second.indices { second[index] = 0 }
             }
             guard first == second else { throw CLIError(message: "the two PINs differ; nothing changed", exitCode: 65) }
-            try first.withUnsafeBufferPointer { (pin) throws(StoreError) in try store.setPIN(user: user, serial: serial, pin: pin) }
+            let request = PINRequest(pin: String(decoding: first, as: UTF8.self))
+            try await context.withService { service in try await service.setPIN(user: user, serial: serial, request, caller: context.caller) }
             print("PIN set for token \(serial) of \(user).")
         }
     }
 
-    struct Clear: ParsableCommand {
+    struct Clear: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a token's PIN: the passcode is the tokencode alone.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
-        func run() throws {
-            try CommandContext(global).openStore().clearPIN(user: user, serial: serial)
+        func run() async throws {
+            let context = try CommandContext(global)
+            try await context.withService { service in try await service.clearPIN(user: user, serial: serial, caller: context.caller) }
             print("PIN cleared for token \(serial) of \(user).")
         }
     }
 
-    struct Require: ParsableCommand {
+    struct Require: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Make the next login with this token set a new PIN.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
-        func run() throws {
-            try CommandContext(global).openStore().requirePIN(user: user, serial: serial)
+        func run() async throws {
+            let context = try CommandContext(global)
+            try await context.withService { service in try await service.requirePIN(user: user, serial: serial, caller: context.caller) }
             print("Token \(serial) of \(user) will ask for a new PIN at the next login.")
         }
     }
@@ -69,11 +78,12 @@ enum SecretInput {
         let terminal = isatty(0) == 1
         var saved = termios()
         if terminal {
-            standardError(prompt)
+            // Echo goes off before the prompt appears, so a PIN typed early is never shown.
             tcgetattr(0, &saved)
             var quiet = saved
             quiet.c_lflag &= ~tcflag_t(ECHO)
             tcsetattr(0, TCSANOW, &quiet)
+            standardError(prompt)
         }
         defer {
             if terminal {

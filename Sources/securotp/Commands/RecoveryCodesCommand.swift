@@ -1,7 +1,7 @@
 import ArgumentParser
-import SecurOTPStore
+import SecurOTPService
 
-struct RecoveryCodesCommand: ParsableCommand {
+struct RecoveryCodesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "recovery-codes",
         abstract: "Print new single-use recovery codes for a user (replacing any old ones).",
@@ -13,8 +13,11 @@ struct RecoveryCodesCommand: ParsableCommand {
     @Option(help: "How many codes, 1–20.") var count = 10
     @Option(help: "text or json.") var format: OutputFormat = .text
 
-    func run() throws {
-        let codes = try CommandContext(global).openStore(create: true).generateRecoveryCodes(user: user, count: count, now: CommandContext.now())
+    func run() async throws {
+        let context = try CommandContext(global)
+        let codes = try await context.withService(create: true) { service in
+            try await service.recoveryCodes(user: user, RecoveryCodesRequest(count: count), caller: context.caller)
+        }.codes
         switch format {
         case .json: print(JSONValue.object([("user", .string(user)), ("codes", .array(codes.map { .string($0) }))]).rendered)
         case .text:

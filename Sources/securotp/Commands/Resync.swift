@@ -1,7 +1,7 @@
 import ArgumentParser
-import SecurOTPStore
+import SecurOTPService
 
-struct Resync: ParsableCommand {
+struct Resync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Resynchronise a token whose clock or counter drifted, from two consecutive codes.",
         discussion: "Give two codes the token shows one after the other (for PIN tokens: the tokencodes, without PIN). The drift is stored and used from then on; the two codes are used up. Example: securotp resync alice 000123456789 123456 654321"
@@ -13,9 +13,11 @@ struct Resync: ParsableCommand {
     @Argument(help: "A code from the token.") var first: String
     @Argument(help: "The code that followed it.") var second: String
 
-    func run() throws {
-        let store = try CommandContext(global).openStore()
-        let drift = try store.resync(user: user, serial: serial, first: Array(first.utf8), second: Array(second.utf8), now: CommandContext.now())
-        print("Token \(serial) of \(user) resynchronised (\(drift.description)).")
+    func run() async throws {
+        let context = try CommandContext(global)
+        let result = try await context.withService { service in
+            try await service.resync(user: user, serial: serial, ResyncRequest(first: first, second: second), caller: context.caller)
+        }
+        print("Token \(serial) of \(user) resynchronised (\(result.description)).")
     }
 }

@@ -1,7 +1,7 @@
 import ArgumentParser
-import SecurOTPStore
+import SecurOTPService
 
-struct Status: ParsableCommand {
+struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show where the store lives and what it holds.")
 
     @OptionGroup var global: GlobalOptions
@@ -9,33 +9,32 @@ struct Status: ParsableCommand {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func run() throws {
+    func run() async throws {
         let context = try CommandContext(global)
         let paths = context.settings.paths
-        let store = try context.openStore()
-        let tokens = try store.tokens()
-        let users = Set(tokens.map(\.user))
-        let locked = try store.lockedUsers(now: CommandContext.now())
+        let status = try await context.withService { service in try await service.status(caller: context.caller) }
         switch format {
         case .json:
-            print(JSONValue.object([
-                ("database", .string(paths.database)),
-                ("key_file", .string(paths.keyFile)),
-                ("config", .string(paths.config)),
-                ("schema_version", .number(store.schemaVersion)),
-                ("users", .number(Int64(users.count))),
-                ("tokens", .number(Int64(tokens.count))),
-                ("locked_users", .array(locked.map { .string($0) })),
-            ]).rendered)
+            var members: [(String, JSONValue)] = [("store", .string(status.store)), ("database", .string(status.location))]
+            if !context.isRemote { members += [("key_file", .string(paths.keyFile)), ("config", .string(paths.config))] }
+            members += [
+                ("schema_version", .number(status.schemaVersion)),
+                ("users", .number(Int64(status.users))),
+                ("tokens", .number(Int64(status.tokens))),
+                ("locked_users", .array(status.lockedUsers.map { .string($0) })),
+            ]
+            print(JSONValue.object(members).rendered)
         case .text:
-            print(Formatting.table(["", ""], [
-                ["Database:", "\(paths.database) (schema \(store.schemaVersion))"],
-                ["Key file:", "\(paths.keyFile) (owner-only, loaded)"],
-                ["Config:", paths.config],
-                ["Users with tokens:", String(users.count)],
-                ["Tokens:", "\(tokens.count) (\(tokens.filter { $0.parameters.kind == .totp }.count) TOTP, \(tokens.filter { $0.parameters.kind == .hotp }.count) HOTP)"],
-                ["Locked users:", locked.isEmpty ? "none" : locked.joined(separator: ", ")],
-            ]).split(separator: "\n").dropFirst().joined(separator: "\n"))
+            var rows = [["Database:", "\(status.location) (\(status.store), schema \(status.schemaVersion))"]]
+            if !context.isRemote {
+                rows += [["Key file:", "\(paths.keyFile) (owner-only, loaded)"], ["Config:", paths.config]]
+            }
+            rows += [
+                ["Users with tokens:", String(status.users)],
+                ["Tokens:", "\(status.tokens) (\(status.totpTokens) TOTP, \(status.hotpTokens) HOTP)"],
+                ["Locked users:", status.lockedUsers.isEmpty ? "none" : status.lockedUsers.joined(separator: ", ")],
+            ]
+            print(Formatting.table(["", ""], rows).split(separator: "\n").dropFirst().joined(separator: "\n"))
         }
     }
 }

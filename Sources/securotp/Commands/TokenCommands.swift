@@ -1,7 +1,8 @@
 import ArgumentParser
+import SecurOTPService
 import SecurOTPStore
 
-struct Nickname: ParsableCommand {
+struct Nickname: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Name a token (at most 32 characters).",
         discussion: "Example: securotp nickname alice 4821093375 \"work phone\""
@@ -12,13 +13,16 @@ struct Nickname: ParsableCommand {
     @Argument(help: "The token's serial (see securotp list).") var serial: String
     @Argument(help: "The new nickname; \"\" clears it.") var name: String
 
-    func run() throws {
-        try CommandContext(global).openStore().setNickname(user: user, serial: serial, nickname: name)
+    func run() async throws {
+        let context = try CommandContext(global)
+        try await context.withService { service in
+            try await service.setNickname(user: user, serial: serial, NicknameRequest(nickname: name), caller: context.caller)
+        }
         print("Token \(serial) of \(user) is now called \"\(name)\".")
     }
 }
 
-struct Delete: ParsableCommand {
+struct Delete: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete one token; its codes stop working at once.",
         discussion: "Example: securotp delete alice 4821093375"
@@ -28,13 +32,14 @@ struct Delete: ParsableCommand {
     @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
     @Argument(help: "The token's serial (see securotp list).") var serial: String
 
-    func run() throws {
-        try CommandContext(global).openStore().delete(user: user, serial: serial)
+    func run() async throws {
+        let context = try CommandContext(global)
+        try await context.withService { service in try await service.deleteToken(user: user, serial: serial, caller: context.caller) }
         print("Deleted token \(serial) of \(user).")
     }
 }
 
-struct Reset: ParsableCommand {
+struct Reset: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete all of a user's tokens and clear their failure count and lock.",
         discussion: """
@@ -45,13 +50,14 @@ struct Reset: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The user to reset.", transform: CommandContext.canonical) var user: String
 
-    func run() throws {
-        let removed = try CommandContext(global).openStore().reset(user: user)
+    func run() async throws {
+        let context = try CommandContext(global)
+        let removed = try await context.withService { service in try await service.reset(user: user, caller: context.caller) }.removed
         print("Removed \(removed) token\(removed == 1 ? "" : "s") of \(user).")
     }
 }
 
-struct Unlock: ParsableCommand {
+struct Unlock: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Lift a lock caused by repeated wrong codes and reset the failure count.",
         discussion: "Example: securotp unlock alice"
@@ -60,27 +66,29 @@ struct Unlock: ParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The locked user.", transform: CommandContext.canonical) var user: String
 
-    func run() throws {
-        let wasLocked = try CommandContext(global).openStore().unlock(user: user, now: CommandContext.now())
+    func run() async throws {
+        let context = try CommandContext(global)
+        let wasLocked = try await context.withService { service in try await service.unlock(user: user, caller: context.caller) }.wasLocked
         print(wasLocked ? "Unlocked \(user)." : "\(user) was not locked; failure count reset.")
     }
 }
 
-struct BindingIDCommand: ParsableCommand {
+struct BindingIDCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "binding-id",
         abstract: "Print this host's binding ID for a user (24 hex characters).",
         discussion: """
-        Token issuers bind provisioning files to this ID; it is stable for this host and user and differs between users and hosts. Without USER, prints the ID for the invoking user.
+        Token issuers bind provisioning files to this ID; it is stable for this host and user and differs between users and hosts. Without USER, prints the ID for the invoking user. With --server, the validator's binding ID (tokens imported there are bound to it).
         """
     )
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The Unix user (default: the user running the command).", transform: CommandContext.canonical) var user: String?
 
-    func run() throws {
+    func run() async throws {
         let name = user ?? CommandContext.invokingUser()
         try Store.validate(user: name)
-        print(try CommandContext(global).openStore(create: true).bindingID(user: name))
+        let context = try CommandContext(global)
+        print(try await context.withService(create: true) { service in try await service.bindingID(user: name, caller: context.caller) }.bindingId)
     }
 }

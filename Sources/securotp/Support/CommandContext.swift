@@ -1,43 +1,87 @@
 import Glibc
+import SecurOTPService
 import SecurOTPStore
 
-/// What a command runs against: settings (config file + state directory) and the store.
+/// What a command runs against: a TokenService — the local SQLite store (default; root or
+/// --state-dir), PostgreSQL (--database), or a remote validator (--server) — and the settings
+/// of this machine.
 struct CommandContext {
+    enum Target {
+        case local
+        case remote(server: String, credential: String?, caFile: String?)
+        case postgres(url: String)
+    }
+
     var settings: Settings
+    let target: Target
 
     init(_ options: GlobalOptions) throws {
+        func environment(_ name: String) -> String? {
+            guard let value = getenv(name) else { return nil }
+            let text = String(cString: value)
+            return text.isEmpty ? nil : text
+        }
         var settings = Settings()
-        let environment = getenv("SECUROTP_STATE_DIR").map { String(cString: $0) }
-        if let directory = options.stateDirectory ?? environment.flatMap({ $0.isEmpty ? nil : $0 }) {
+        if let server = options.server ?? environment("SECUROTP_SERVER") {
+            target = .remote(server: server, credential: options.credential ?? environment("SECUROTP_CREDENTIAL"),
+                             caFile: options.caFile ?? environment("SECUROTP_CA_FILE"))
+            self.settings = settings
+            return
+        }
+        if let database = options.database {
+            guard database.hasPrefix("postgres://") || database.hasPrefix("postgresql://") else {
+                throw CLIError.usage("--database takes a postgres:// URL (the local SQLite store is chosen with --state-dir)")
+            }
+            target = .postgres(url: database)
+        } else {
+            target = .local
+        }
+        if let directory = options.stateDirectory ?? environment("SECUROTP_STATE_DIR") {
             guard directory.hasPrefix("/") else {
                 throw CLIError.usage("--state-dir must be an absolute path (got \(directory))")
             }
             settings.paths = StorePaths(stateDirectory: directory)
         } else if geteuid() != 0 {
-            throw CLIError(message: "securotp manages the system token store and must run as root (or use --state-dir DIR for a private store)", exitCode: 77)
+            throw CLIError(message: "securotp manages the system token store and must run as root (or use --state-dir DIR for a private store, or --server URL for a validator)", exitCode: 77)
         }
         if let config = options.config {
             guard config.hasPrefix("/") else { throw CLIError.usage("--config must be an absolute path (got \(config))") }
             settings.paths.config = config
         }
+        if let keyFile = options.keyFile {
+            guard keyFile.hasPrefix("/") else { throw CLIError.usage("--key-file must be an absolute path (got \(keyFile))") }
+            settings.paths.keyFile = keyFile
+        }
         try settings.load(configRequired: options.config != nil)
         self.settings = settings
     }
 
-    func openStore(create: Bool = false) throws -> Store {
-        let store = try Store.open(settings.paths, create: create)
-        Self.opened.append(store)
-        return store
+    var isRemote: Bool { if case .remote = target { true } else { false } }
+
+    /// The service for this run, closed when `body` returns. Local stores are created first
+    /// when `create` is set (enroll, import, ...); otherwise a missing store is an error.
+    func withService<R>(create: Bool = false, _ body: (any TokenService) async throws -> R) async throws -> R {
+        let service: any TokenService
+        switch target {
+        case .local:
+            service = try LocalTokenService(settings: settings, create: create)
+        case .remote(let server, let credential, let caFile):
+            service = try RemoteTokenService(server: server, credentialFile: credential, caFile: caFile)
+        case .postgres(let url):
+            service = try await ServiceDirectory.postgres(url: url, settings: settings)
+        }
+        do {
+            let result = try await body(service)
+            await service.close()
+            return result
+        } catch {
+            await service.close()
+            throw error
+        }
     }
 
-    /// Stores this run opened: checkpointed when the command ends, so securotp.db on its own
-    /// is a complete copy of the store (for backups); the PAM module keeps its WAL instead.
-    nonisolated(unsafe) static var opened: [Store] = []
-
-    static func checkpointOpenedStores() {
-        for store in opened { try? store.checkpoint() }
-        opened.removeAll()
-    }
+    /// Who the audit log names for commands run on this machine.
+    var caller: Caller { .local(Self.invokingUser()) }
 
     /// NSS's spelling of a user name (`Alice` → `alice` where NSS folds case), which is what
     /// the PAM module looks tokens up under; unknown names stay as given.

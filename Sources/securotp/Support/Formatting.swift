@@ -1,5 +1,5 @@
 import Glibc
-import SecurOTPStore
+import SecurOTPService
 
 enum Formatting {
     /// "2026-11-22 14:03:07Z", or "never" for 0.
@@ -35,38 +35,42 @@ enum Formatting {
         return ([line(header)] + rows.map(line)).joined(separator: "\n")
     }
 
-    static func json(_ record: TokenRecord) -> JSONValue {
-        let p = record.parameters
-        return .object([
-            ("serial", .string(record.serial)),
-            ("user", .string(record.user)),
-            ("nickname", .string(record.nickname)),
-            ("kind", .string(record.kind.rawValue)),
-            ("algorithm", .string(record.kind == .securid ? "AES-128" : p.algorithm.name)),
-            ("digits", .number(Int64(p.digits))),
-            ("period", record.kind == .hotp || record.kind == .ocra ? .null : .number(Int64(p.period))),
-            ("counter", record.kind == .hotp || record.kind == .ocra ? .number(Int64(bitPattern: p.counter)) : .null),
-            ("issuer", .string(record.issuer)),
-            ("state", .string(record.state)),
-            ("created", isoTime(record.created)),
-            ("last_used", isoTime(record.lastUsed)),
-            ("expires", isoTime(record.expires)),
-            ("pin_mode", .string(record.pinMode.rawValue)),
-            ("pin_set", .bool(record.hasPIN)),
-            ("pin_change_required", .bool(record.pinChangeRequired)),
-            ("source", .string(record.source)),
-            ("suite", record.kind == .ocra ? .string(record.suite) : .null),
-        ])
+    static func json(_ token: TokenInfo) -> JSONValue {
+        var members: [(String, JSONValue)] = [
+            ("serial", .string(token.serial)),
+            ("user", .string(token.user)),
+            ("nickname", .string(token.nickname)),
+            ("kind", .string(token.kind)),
+            ("algorithm", .string(token.algorithm)),
+            ("digits", .number(Int64(token.digits))),
+            ("period", token.period.map { .number(Int64($0)) } ?? .null),
+            ("counter", token.counter.map { .number($0) } ?? .null),
+            ("issuer", .string(token.issuer)),
+            ("state", .string(token.state)),
+            ("created", isoTime(token.created)),
+            ("last_used", isoTime(token.lastUsed)),
+            ("expires", isoTime(token.expires)),
+            ("pin_mode", .string(token.pinMode)),
+            ("pin_set", .bool(token.pinSet)),
+            ("pin_change_required", .bool(token.pinChangeRequired)),
+            ("source", .string(token.source)),
+            ("suite", token.suite.map { .string($0) } ?? .null),
+        ]
+        if let locked = token.userLocked { members.append(("user_locked", .bool(locked))) }
+        return .object(members)
     }
 
-    /// "-", "set", "new PIN due", for `list` and `import`.
-    static func pin(_ record: TokenRecord) -> String {
-        switch record.pinMode {
-        case .none: return "-"
-        case .prefix, .addedByToken:
-            let style = record.pinMode == .prefix ? "fob" : "pinpad"
-            return record.needsNewPIN ? "\(style), new PIN due" : "\(style), set"
-        }
+    /// "-", "fob, set", "pinpad, new PIN due", for `list` and `import`.
+    static func pin(_ token: TokenInfo) -> String {
+        guard token.pinMode != "none" else { return "-" }
+        let style = token.pinMode == "prefix" ? "fob" : "pinpad"
+        return token.needsNewPIN ? "\(style), new PIN due" : "\(style), set"
+    }
+
+    /// "30s", "-" (HOTP) or the OCRA suite, for the PERIOD column.
+    static func period(_ token: TokenInfo) -> String {
+        if token.kind == "ocra" { return token.suite ?? "-" }
+        return token.period.map { "\($0)s" } ?? "-"
     }
 }
 

@@ -1,14 +1,14 @@
-import CSystem
+import CPosix
 
 /// The account behind a PAM user name, through NSS (local files, LDAP, SSSD alike).
-struct UnixAccount {
+public struct UnixAccount: Sendable {
     /// NSS's own spelling of the name (`pw_name`): tokens, failures and locks are kept under
     /// it, so `Alice` or `alice@domain` cannot dodge alice's tokens where NSS accepts them.
-    let name: String
-    let primaryGroup: gid_t
+    public let name: String
+    public let primaryGroup: gid_t
 
     /// Nil when NSS does not know the name or cannot answer (then the caller fails closed).
-    static func resolve(_ user: String) -> UnixAccount? {
+    public static func resolve(_ user: String) -> UnixAccount? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var size = 4096
@@ -27,7 +27,7 @@ struct UnixAccount {
 
     /// The names of all groups of the account, or nil if any lookup fails: a partial answer
     /// (an LDAP server down, a buffer too small) must not make a user look outside `groups=`.
-    func groupNames() -> [String]? {
+    public func groupNames() -> [String]? {
         var count: Int32 = 64
         var ids = [gid_t](repeating: 0, count: Int(count))
         while getgrouplist(name, primaryGroup, &ids, &count) < 0 {
@@ -45,8 +45,8 @@ struct UnixAccount {
     private static func groupName(_ id: gid_t) -> String? {
         var size = 16_384
         while size <= 1 << 22 {
-            var entry = CSystem.group()
-            var found: UnsafeMutablePointer<CSystem.group>?
+            var entry = CPosix.group()
+            var found: UnsafeMutablePointer<CPosix.group>?
             var buffer = [CChar](repeating: 0, count: size)
             let rc = getgrgid_r(id, &entry, &buffer, buffer.count, &found)
             if rc == ERANGE {

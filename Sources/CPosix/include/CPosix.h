@@ -1,5 +1,5 @@
-#ifndef SECUROTP_CSYSTEM_H
-#define SECUROTP_CSYSTEM_H
+#ifndef SECUROTP_CPOSIX_H
+#define SECUROTP_CPOSIX_H
 /* The C library as the module's code sees it. The module's targets import this instead of
    Swift's Glibc overlay, so the same sources also build as Embedded Swift (which has no
    Glibc overlay) — see pam/embedded/. */

@@ -1,0 +1,57 @@
+import SecurOTPStore
+
+/// The authenticator database's tables, versioned in SQLite's `user_version`. A database newer
+/// than this build is refused rather than misread.
+enum AuthenticatorSchema {
+    static let migrations: [String] = [
+        // 1: the store's owner and key check, and the tokens with their sealed seeds.
+        """
+        CREATE TABLE store (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            uid INTEGER NOT NULL,
+            machine_tag TEXT NOT NULL,
+            key_check BLOB NOT NULL,
+            created INTEGER NOT NULL
+        );
+        CREATE TABLE tokens (
+            serial TEXT PRIMARY KEY NOT NULL,
+            kind TEXT NOT NULL,
+            algorithm TEXT NOT NULL,
+            digits INTEGER NOT NULL,
+            period INTEGER NOT NULL,
+            counter INTEGER NOT NULL DEFAULT 0,
+            pin_mode TEXT NOT NULL,
+            expires INTEGER NOT NULL DEFAULT 0,
+            nickname TEXT NOT NULL DEFAULT '',
+            issuer TEXT NOT NULL DEFAULT '',
+            account TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL,
+            created INTEGER NOT NULL,
+            sealed_seed BLOB NOT NULL
+        );
+        """,
+    ]
+
+    static var currentVersion: Int64 { Int64(migrations.count) }
+
+    static func migrate(_ db: SQLiteDatabase) throws(StoreError) {
+        let version = try userVersion(db)
+        guard version <= currentVersion else {
+            throw StoreError(.corrupt, "database \(db.path) has format \(version), newer than this securotp-authenticator (\(currentVersion)); upgrade securotp")
+        }
+        guard version < currentVersion else { return }
+        try db.immediateTransaction { () throws(StoreError) in
+            let locked = try userVersion(db) // another process may have migrated meanwhile
+            for index in Int(locked)..<migrations.count {
+                try db.execute(migrations[index])
+                try db.execute("PRAGMA user_version = \(index + 1)")
+            }
+        }
+    }
+
+    static func userVersion(_ db: SQLiteDatabase) throws(StoreError) -> Int64 {
+        let statement = try db.prepare("PRAGMA user_version")
+        defer { statement.reset() }
+        return try statement.step() ? statement.integer(0) : 0
+    }
+}

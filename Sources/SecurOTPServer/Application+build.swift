@@ -1,0 +1,90 @@
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Logging
+import NIOCore
+import NIOSSL
+import SecurOTPService
+import ServiceLifecycle
+
+/// The validator's HTTP application: routes, middleware and listener, from a configuration and
+/// a token service. securotpd runs it; the tests build the same application (port 0, an
+/// in-process service) so what they test is what runs.
+public func buildApplication(configuration: DaemonConfiguration, service: any TokenService, logger: Logger,
+                             onServerRunning: @escaping @Sendable (_ boundAddress: String) async -> Void = { _ in })
+    throws -> some ApplicationProtocol {
+    let metrics = ValidatorMetrics()
+    let router = buildRouter(configuration: configuration, service: service, metrics: metrics)
+    let address: BindAddress = switch configuration.listen {
+    case .tcp(let host, let port): .hostname(host, port: port)
+    case .unix(let path): .unixDomainSocket(path: path)
+    }
+    return Application(router: router, server: try serverBuilder(configuration), configuration: .init(address: address, serverName: "securotpd"),
+                       services: [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger)],
+                       onServerRunning: { channel in await onServerRunning(boundAddress(channel) ?? "\(configuration.listen)") }, logger: logger)
+}
+
+/// "127.0.0.1:43117", "[::1]:8443" or "unix:/run/securotp.sock".
+func boundAddress(_ channel: any Channel) -> String? {
+    guard let address = channel.localAddress else { return nil }
+    if let path = address.pathname { return "unix:\(path)" }
+    guard let ip = address.ipAddress, let port = address.port else { return nil }
+    return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+}
+
+/// Routes and middleware alone (the OpenAPI test compares these with docs/api/openapi.yaml).
+public func buildRouter(configuration: DaemonConfiguration, service: any TokenService) -> Router<ValidatorRequestContext> {
+    buildRouter(configuration: configuration, service: service, metrics: ValidatorMetrics())
+}
+
+func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics) -> Router<ValidatorRequestContext> {
+    let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute)
+    let router = Router(context: ValidatorRequestContext.self)
+    router.add(middleware: AccessLog(metrics: metrics))
+    router.add(middleware: ErrorEnvelopeMiddleware())
+    SystemRoutes(service: service, metrics: metrics, metricsEnabled: configuration.metrics).add(to: router)
+    HostRoutes(service: service, limits: limits, metrics: metrics)
+        .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
+    AdminRoutes(service: service)
+        .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .admin, limits: limits, metrics: metrics)))
+    return router
+}
+
+/// HTTP/1.1, over TLS 1.2+ when a certificate is configured; mutual TLS with a client CA.
+func serverBuilder(_ configuration: DaemonConfiguration) throws -> HTTPServerBuilder {
+    guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return .http1() }
+    var tls = TLSConfiguration.makeServerConfiguration(
+        certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
+        privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+    tls.minimumTLSVersion = .tlsv12
+    if let clientCA = configuration.tlsClientCA {
+        tls.certificateVerification = .noHostnameVerification
+        tls.trustRoots = .file(clientCA)
+    }
+    return try .tls(.http1(), tlsConfiguration: tls)
+}
+
+/// Deletes audit entries past the retention period, hourly.
+struct AuditPruner: Service {
+    let service: any TokenService
+    let retentionDays: Int
+    let logger: Logger
+
+    func run() async throws {
+        // A service that returns would end the whole service group: wait for shutdown instead.
+        guard retentionDays > 0 else { return try await gracefulShutdown() }
+        try? await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let cutoff = Int64(Date().timeIntervalSince1970) - Int64(retentionDays) * 86_400
+                do throws(ServiceError) {
+                    let removed = try await service.pruneAudit(before: cutoff)
+                    if removed > 0 { logger.info("pruned audit log", metadata: ["removed": "\(removed)", "retention_days": "\(retentionDays)"]) }
+                } catch {
+                    logger.warning("audit pruning failed", metadata: ["error": "\(error.message)"])
+                }
+                try await Task.sleep(for: .seconds(3600))
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import SecurOTPService
+import SecurOTPStore
+
+/// securotpd's settings: `/etc/securotp/securotpd.conf` (same `key = value` format as the
+/// module's), then `SECUROTPD_<KEY>` environment variables, then command-line flags — each
+/// overriding the one before. Unknown keys and bad values are errors naming where they came
+/// from; `validate()` refuses combinations that would be unsafe (plain HTTP off loopback).
+public struct DaemonConfiguration: Sendable {
+    public enum Listen: Sendable, Equatable, CustomStringConvertible {
+        case tcp(host: String, port: Int)
+        case unix(path: String)
+
+        public var description: String {
+            switch self {
+            case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            case .unix(let path): "unix:\(path)"
+            }
+        }
+
+        /// Plain HTTP is allowed only where nobody else can listen in.
+        var isLocal: Bool {
+            switch self {
+            case .unix: true
+            case .tcp(let host, _): host == "127.0.0.1" || host == "::1" || host == "localhost" || host.hasPrefix("127.")
+            }
+        }
+    }
+
+    public static let defaultPath = "/etc/securotp/securotpd.conf"
+
+    public var listen = Listen.tcp(host: "127.0.0.1", port: 8443)
+    public var tlsCertificate: String?
+    public var tlsKey: String?
+    /// Clients must present a certificate signed by this CA (mutual TLS), besides their credential.
+    public var tlsClientCA: String?
+    /// SQLite store paths, verification policy and the token limit (the keys the module's
+    /// configuration uses for the same things).
+    public var store = Settings()
+    /// `database = postgres://…`: PostgreSQL instead of the SQLite store.
+    public var postgresURL: String?
+    public var hostRequestsPerSecond = 200
+    public var userVerificationsPerMinute = 30
+    public var metrics = true
+    public var auditRetentionDays = 365
+    public var logLevel = "info"
+
+    public init() {}
+
+    /// Keys of the module's configuration that mean the same here.
+    static let storeKeys: Set<String> = ["key_file", "window", "hotp_lookahead", "resync_window", "next_code_after", "deny",
+                                         "unlock_time", "max_tokens"]
+    public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
+                                        "rate_limit_user", "metrics", "audit_retention_days", "log_level"] + storeKeys.sorted()
+
+    public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
+        func fail(_ expectation: String) -> ServiceError {
+            ServiceError(.config, "\(origin): \(key): \(expectation) (got \"\(value)\")")
+        }
+        func integer(_ range: ClosedRange<Int>) throws(ServiceError) -> Int {
+            guard let number = Int(value), range.contains(number) else { throw fail("expected a whole number \(range.lowerBound)–\(range.upperBound)") }
+            return number
+        }
+        func path() throws(ServiceError) -> String {
+            guard value.hasPrefix("/") else { throw fail("expected an absolute path") }
+            return value
+        }
+        switch key {
+        case "listen":
+            guard let parsed = Self.parseListen(value) else { throw fail("expected HOST:PORT, [IPv6]:PORT or unix:/PATH") }
+            listen = parsed
+        case "tls_cert": tlsCertificate = try path()
+        case "tls_key": tlsKey = try path()
+        case "tls_client_ca": tlsClientCA = try path()
+        case "state_dir":
+            let keyFile = store.paths.keyFile
+            let explicitKey = keyFile != StorePaths.defaultKeyFile
+            store.paths = StorePaths(stateDirectory: try path())
+            if explicitKey { store.paths.keyFile = keyFile }
+        case "database":
+            if value.hasPrefix("postgres://") || value.hasPrefix("postgresql://") {
+                postgresURL = value
+            } else {
+                store.paths.database = try path()
+            }
+        case "rate_limit_host": hostRequestsPerSecond = try integer(0...1_000_000)
+        case "rate_limit_user": userVerificationsPerMinute = try integer(0...100_000)
+        case "metrics":
+            switch value.lowercased() {
+            case "yes", "true", "on", "1": metrics = true
+            case "no", "false", "off", "0": metrics = false
+            default: throw fail("expected yes or no")
+            }
+        case "audit_retention_days": auditRetentionDays = try integer(0...36_500)
+        case "log_level":
+            guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(value) else {
+                throw fail("expected trace, debug, info, notice, warning, error or critical")
+            }
+            logLevel = value
+        case _ where Self.storeKeys.contains(key):
+            do throws(StoreError) {
+                try store.apply(key: key, value: value, origin: .argument)
+            } catch {
+                throw ServiceError(.config, "\(origin): \(error.message.replacingOccurrences(of: "module argument ", with: ""))")
+            }
+        default:
+            throw ServiceError(.config, "\(origin): \(key): unknown setting; securotpd knows \(Self.keys.joined(separator: ", ")) (docs/validator.md)")
+        }
+    }
+
+    /// Reads the configuration file: owner-only, like the module's (it names the key file and
+    /// the database). A missing file at the default path is fine; a named one must exist.
+    public mutating func load(path: String, required: Bool) throws(ServiceError) {
+        let bytes: [UInt8]
+        do throws(StoreError) {
+            bytes = try FileSecurity.contents(of: path, .secret, maxSize: 64 * 1024)
+        } catch where error.code == .missing && !required {
+            return
+        } catch {
+            throw ServiceError(.config, error.message)
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw ServiceError(.config, "\(path): not UTF-8 text") }
+        let entries: [ConfigFile.Entry]
+        do throws(StoreError) { entries = try ConfigFile.entries(text, path: path) } catch { throw ServiceError(.config, error.message) }
+        for entry in entries { try apply(key: entry.key, value: entry.value, origin: "\(path):\(entry.line)") }
+    }
+
+    /// `SECUROTPD_LISTEN=…` and so on, for every key.
+    public mutating func applyEnvironment(_ environment: [String: String]) throws(ServiceError) {
+        for key in Self.keys {
+            if let value = environment["SECUROTPD_" + key.uppercased()], !value.isEmpty {
+                try apply(key: key, value: value, origin: "environment SECUROTPD_\(key.uppercased())")
+            }
+        }
+    }
+
+    public var usesTLS: Bool { tlsCertificate != nil }
+
+    /// Refuses what would be unsafe or cannot work, before anything listens.
+    public func validate() throws(ServiceError) {
+        if (tlsCertificate == nil) != (tlsKey == nil) { throw ServiceError(.config, "tls_cert and tls_key go together; give both or neither") }
+        if !usesTLS, !listen.isLocal {
+            throw ServiceError(.config, "listen = \(listen) without TLS: plain HTTP is allowed only on loopback or a Unix socket; set tls_cert and tls_key")
+        }
+        if tlsClientCA != nil, !usesTLS { throw ServiceError(.config, "tls_client_ca needs TLS (tls_cert and tls_key)") }
+        if let tlsKey {
+            do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
+        }
+        for file in [tlsCertificate, tlsClientCA].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
+            throw ServiceError(.config, "\(file) cannot be read")
+        }
+    }
+
+    static func parseListen(_ text: String) -> Listen? {
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst(5))
+            return path.hasPrefix("/") ? .unix(path: path) : nil
+        }
+        let host: String
+        let portText: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]"), text[text.index(after: close)...].hasPrefix(":") else { return nil }
+            host = String(text[text.index(after: text.startIndex)..<close])
+            portText = text[text.index(close, offsetBy: 2)...]
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            host = String(text[..<colon])
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else { return nil }
+        return .tcp(host: host, port: port)
+    }
+}

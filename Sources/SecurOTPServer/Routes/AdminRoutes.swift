@@ -1,0 +1,94 @@
+import Hummingbird
+import SecurOTPService
+
+/// What admins call: every `securotp` operation, plus hosts, admins and the audit log.
+struct AdminRoutes {
+    let service: any TokenService
+
+    func add(to group: RouterGroup<ValidatorRequestContext>) {
+        addTokens(to: group)
+        addAccess(to: group)
+    }
+
+    private func addTokens(to group: RouterGroup<ValidatorRequestContext>) {
+        group.get("tokens") { request, context in
+            let user = request.uri.queryParameters["user"].map(String.init)
+            return JSONResponse(try await service.tokens(user: user, caller: try context.requireCaller()))
+        }
+        group.post("users/:user/tokens") { request, context in
+            let body = try await request.decode(as: EnrollRequest.self, context: context)
+            return JSONResponse(try await service.enroll(user: try user(context), body, caller: try context.requireCaller()), status: .created)
+        }
+        group.delete("users/:user/tokens") { _, context in
+            JSONResponse(try await service.reset(user: try user(context), caller: try context.requireCaller()))
+        }
+        group.post("users/:user/tokens/import") { request, context in
+            let body = try await request.decode(as: ImportRequest.self, context: context)
+            return JSONResponse(try await service.importTokens(user: try user(context), body, caller: try context.requireCaller()), status: .created)
+        }
+        group.patch("users/:user/tokens/:serial") { request, context in
+            let body = try await request.decode(as: NicknameRequest.self, context: context)
+            try await service.setNickname(user: try user(context), serial: try serial(context), body, caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.delete("users/:user/tokens/:serial") { _, context in
+            try await service.deleteToken(user: try user(context), serial: try serial(context), caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.put("users/:user/tokens/:serial/pin") { request, context in
+            let body = try await request.decode(as: PINRequest.self, context: context)
+            try await service.setPIN(user: try user(context), serial: try serial(context), body, caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.delete("users/:user/tokens/:serial/pin") { _, context in
+            try await service.clearPIN(user: try user(context), serial: try serial(context), caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.post("users/:user/tokens/:serial/pin/require") { _, context in
+            try await service.requirePIN(user: try user(context), serial: try serial(context), caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.post("users/:user/tokens/:serial/resync") { request, context in
+            let body = try await request.decode(as: ResyncRequest.self, context: context)
+            return JSONResponse(try await service.resync(user: try user(context), serial: try serial(context), body, caller: try context.requireCaller()))
+        }
+        group.post("users/:user/unlock") { _, context in
+            JSONResponse(try await service.unlock(user: try user(context), caller: try context.requireCaller()))
+        }
+        group.post("users/:user/recovery-codes") { request, context in
+            let body = try await request.decode(as: RecoveryCodesRequest.self, context: context)
+            return JSONResponse(try await service.recoveryCodes(user: try user(context), body, caller: try context.requireCaller()), status: .created)
+        }
+        group.get("users/:user/binding-id") { _, context in
+            JSONResponse(try await service.bindingID(user: try user(context), caller: try context.requireCaller()))
+        }
+        group.get("status") { _, context in
+            JSONResponse(try await service.status(caller: try context.requireCaller()))
+        }
+    }
+
+    private func addAccess(to group: RouterGroup<ValidatorRequestContext>) {
+        for kind in CredentialKind.allCases {
+            let path = RouterPath(stringLiteral: kind == .host ? "hosts" : "admins")
+            group.post(path) { request, context in
+                let body = try await request.decode(as: CredentialRequest.self, context: context)
+                return JSONResponse(try await service.addCredential(kind: kind, body, caller: try context.requireCaller()), status: .created)
+            }
+            group.get(path) { _, context in
+                JSONResponse(try await service.credentials(kind: kind, caller: try context.requireCaller()))
+            }
+            group.delete(RouterPath(stringLiteral: "\(path)/:name")) { _, context in
+                try await service.revokeCredential(kind: kind, name: try context.parameters.require("name"), caller: try context.requireCaller())
+                return NoContent()
+            }
+        }
+        group.get("audit") { request, context in
+            let user = request.uri.queryParameters["user"].map(String.init)
+            let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) } ?? 100
+            return JSONResponse(try await service.audit(user: user, limit: limit, caller: try context.requireCaller()))
+        }
+    }
+
+    private func user(_ context: ValidatorRequestContext) throws -> String { try context.parameters.require("user") }
+    private func serial(_ context: ValidatorRequestContext) throws -> String { try context.parameters.require("serial") }
+}

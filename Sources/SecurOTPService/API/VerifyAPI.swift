@@ -1,0 +1,187 @@
+/// The host-facing part of the /v1 API: what a PAM module (or any host) sends to verify a
+/// user's passcode, and what it gets back. JSON keys are snake_case on the wire
+/// (see `APICoding`); docs/api/openapi.yaml describes the same shapes.
+
+/// `POST /v1/preflight`: what the host needs before it prompts.
+public struct PreflightRequest: Codable, Sendable, Equatable {
+    public var user: String
+
+    public init(user: String) { self.user = user }
+}
+
+public struct PreflightResponse: Codable, Sendable, Equatable {
+    /// The user has at least one active token (or recovery codes count as none: `nullok`
+    /// looks at tokens only, as the local module does).
+    public var hasTokens: Bool
+    /// Set when the user has an OCRA token: the host shows a fresh challenge in this suite's
+    /// format and sends it back with the passcode.
+    public var ocraSuite: String?
+    /// The digits of the user's active tokens, for `forward_pass` (password+code in one
+    /// answer): the host sends only the trailing code, never the password.
+    public var codeDigits: [Int]
+
+    public init(hasTokens: Bool, ocraSuite: String?, codeDigits: [Int]) {
+        self.hasTokens = hasTokens
+        self.ocraSuite = ocraSuite
+        self.codeDigits = codeDigits
+    }
+}
+
+/// `POST /v1/verify`.
+public struct VerifyRequest: Codable, Sendable, Equatable {
+    public var user: String
+    public var passcode: String
+    /// The passcode is the end of a longer answer (`forward_pass`): each token's code is
+    /// taken from its last digits.
+    public var codeAtEnd: Bool?
+    /// The OCRA challenge the host showed, if any.
+    public var challenge: String?
+    /// Offline codes this host used while the validator was unreachable: per serial, the
+    /// first counter it has not used. They are withdrawn before the passcode is checked.
+    public var offlineUsed: [OfflineUsage]?
+
+    public init(user: String, passcode: String, codeAtEnd: Bool? = nil, challenge: String? = nil, offlineUsed: [OfflineUsage]? = nil) {
+        self.user = user
+        self.passcode = passcode
+        self.codeAtEnd = codeAtEnd
+        self.challenge = challenge
+        self.offlineUsed = offlineUsed
+    }
+}
+
+public struct OfflineUsage: Codable, Sendable, Equatable {
+    public var serial: String
+    public var nextUnused: Int64
+
+    public init(serial: String, nextUnused: Int64) {
+        self.serial = serial
+        self.nextUnused = nextUnused
+    }
+}
+
+/// `POST /v1/verify/answer`: the answer to a challenge from an earlier response.
+public struct AnswerRequest: Codable, Sendable, Equatable {
+    public var user: String
+    public var challengeId: String
+    /// The next code, the new PIN, or the passcode made with the new PIN.
+    public var answer: String
+
+    public init(user: String, challengeId: String, answer: String) {
+        self.user = user
+        self.challengeId = challengeId
+        self.answer = answer
+    }
+}
+
+public enum VerifyResultKind: String, Codable, Sendable, Equatable {
+    case accept, reject, locked, challenge
+}
+
+/// What the validator decided. `reason`, `failures` and `lockedNow` are for the host's log
+/// (never a code, PIN or seed); `info` and `error` are for the user's screen.
+public struct VerifyResponse: Codable, Sendable, Equatable {
+    public var result: VerifyResultKind
+    /// accept: the token that matched ("recovery" for a recovery code).
+    public var serial: String?
+    /// accept: how many trailing characters of a code-at-end answer were the code.
+    public var codeDigits: Int?
+    public var challenge: ChallengeInfo?
+    /// Why, in a few words: "wrong code", "replayed code", "token 123 expired", ...
+    public var reason: String?
+    public var failures: Int?
+    public var lockedNow: Bool?
+    public var info: String?
+    public var error: String?
+    /// accept (with offline caching enabled for this host): cached codes to add.
+    public var offline: [OfflineCodes]?
+
+    public init(result: VerifyResultKind, serial: String? = nil, codeDigits: Int? = nil, challenge: ChallengeInfo? = nil,
+                reason: String? = nil, failures: Int? = nil, lockedNow: Bool? = nil, info: String? = nil, error: String? = nil,
+                offline: [OfflineCodes]? = nil) {
+        self.result = result
+        self.serial = serial
+        self.codeDigits = codeDigits
+        self.challenge = challenge
+        self.reason = reason
+        self.failures = failures
+        self.lockedNow = lockedNow
+        self.info = info
+        self.error = error
+        self.offline = offline
+    }
+}
+
+public enum ChallengeKind: String, Codable, Sendable, Equatable {
+    /// Wait for the token's next code and send it (SecurID's next-tokencode mode).
+    case nextCode = "next_code"
+    /// Choose a new PIN: ask twice (`confirmPrompt`), send it once.
+    case newPIN = "new_pin"
+    /// Send a passcode made with the PIN just set.
+    case passcode
+}
+
+public struct ChallengeInfo: Codable, Sendable, Equatable {
+    public var id: String
+    public var kind: ChallengeKind
+    /// Shown with echo off.
+    public var prompt: String
+    /// new_pin: the second prompt; the host compares both answers itself.
+    public var confirmPrompt: String?
+    /// Seconds until the challenge expires.
+    public var expiresIn: Int
+
+    public init(id: String, kind: ChallengeKind, prompt: String, confirmPrompt: String? = nil, expiresIn: Int) {
+        self.id = id
+        self.kind = kind
+        self.prompt = prompt
+        self.confirmPrompt = confirmPrompt
+        self.expiresIn = expiresIn
+    }
+}
+
+/// Slow salted hashes of an HOTP token's coming codes, for a host to verify while the
+/// validator is unreachable. Never the seed. Each hash is PBKDF2-HMAC-SHA256 over the code,
+/// salted with `salt` and keyed to the host (see docs/validator.md, "Offline cache").
+public struct OfflineCodes: Codable, Sendable, Equatable {
+    public var serial: String
+    public var digits: Int
+    public var iterations: Int
+    /// Drop cached codes below this counter before adding these.
+    public var firstValid: Int64
+    public var codes: [OfflineCode]
+
+    public init(serial: String, digits: Int, iterations: Int, firstValid: Int64, codes: [OfflineCode]) {
+        self.serial = serial
+        self.digits = digits
+        self.iterations = iterations
+        self.firstValid = firstValid
+        self.codes = codes
+    }
+}
+
+public struct OfflineCode: Codable, Sendable, Equatable {
+    public var counter: Int64
+    /// Hex.
+    public var salt: String
+    /// Hex.
+    public var hash: String
+
+    public init(counter: Int64, salt: String, hash: String) {
+        self.counter = counter
+        self.salt = salt
+        self.hash = hash
+    }
+}
+
+/// `GET /v1/health`.
+public struct HealthResponse: Codable, Sendable, Equatable {
+    public var status: String
+    public var version: String
+    public var store: String
+
+    public init(status: String, version: String, store: String) {
+        self.status = status
+        self.version = version
+        self.store = store
+    }
+}

@@ -1,0 +1,229 @@
+import CHTTP
+import Foundation
+import SecurOTPStore
+
+/// A TokenService answered by a remote securotpd over HTTPS: `securotp --server URL
+/// --credential FILE` runs every command through the /v1 API with the same output as against
+/// the local store. Requests go through libcurl (CHTTP), the client the PAM module uses too.
+public final class RemoteTokenService: TokenService {
+    public let storeKind = "remote"
+    /// https://host:port (no trailing slash), or unix:/path/to/socket.
+    public let server: String
+    private let credential: String
+    private let caFile: String?
+    private let timeoutMilliseconds: Int
+
+    /// `credentialFile` holds an admin credential (owner-only, like every secret securotp reads).
+    public init(server: String, credentialFile: String?, caFile: String?, timeoutSeconds: Int = 15) throws(ServiceError) {
+        guard server.hasPrefix("https://") || server.hasPrefix("http://") || server.hasPrefix("unix:/") else {
+            throw ServiceError(.invalidInput, "--server must be https://HOST:PORT (or http:// on loopback, or unix:/PATH); got \(server)")
+        }
+        guard let credentialFile else {
+            throw ServiceError(.invalidInput, "--server needs --credential FILE (or SECUROTP_CREDENTIAL) with an admin credential; make one with: securotp admin add NAME")
+        }
+        let bytes: [UInt8]
+        do throws(StoreError) {
+            bytes = try FileSecurity.contents(of: credentialFile, .secret, maxSize: 4096)
+        } catch {
+            throw ServiceError(error)
+        }
+        guard let parsed = Credential.parseFile(bytes) else {
+            throw ServiceError(.invalidInput, "\(credentialFile) holds no securotp credential (expected one line sotp_a_… or sotp_h_…)")
+        }
+        self.server = server.hasSuffix("/") ? String(server.dropLast()) : server
+        credential = parsed.text
+        self.caFile = caFile
+        timeoutMilliseconds = timeoutSeconds * 1000
+    }
+
+    // MARK: transport
+
+    private struct Empty: Codable {}
+
+    private func call<Response: Decodable>(_ method: String, _ path: String, _ body: (some Encodable)? = nil as Empty?,
+                                           as: Response.Type = Response.self) async throws(ServiceError) -> Response {
+        let payload: [UInt8]
+        do {
+            payload = try body.map { Array(try APICoding.encoder().encode($0)) } ?? []
+        } catch {
+            throw ServiceError(.system, "cannot encode the request: \(error)")
+        }
+        let url = server.hasPrefix("unix:") ? "\(server) \(path)" : server + path
+        var response = securotp_http_response()
+        let rc = url.withCString { url in
+            method.withCString { method in
+                credential.withCString { bearer in
+                    withOptionalCString(caFile) { ca in
+                        payload.withUnsafeBufferPointer { bytes in
+                            var request = securotp_http_request(method: method, url: url, bearer: bearer, ca_file: ca, client_cert: nil,
+                                                                client_key: nil, body: body == nil ? nil : bytes.baseAddress,
+                                                                body_length: bytes.count, timeout_ms: timeoutMilliseconds)
+                            return securotp_http_perform(&request, &response)
+                        }
+                    }
+                }
+            }
+        }
+        defer { securotp_http_response_free(&response) }
+        guard rc == 0 else {
+            let reason = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            throw ServiceError(.unavailable, "cannot reach the validator at \(server): \(reason)")
+        }
+        let data = response.body.map { Data(bytes: $0, count: response.body_length) } ?? Data()
+        guard (200..<300).contains(response.status) else {
+            if let envelope = try? APICoding.decoder().decode(ErrorEnvelope.self, from: data) {
+                throw ServiceError(ServiceError.Code(rawValue: envelope.error.code) ?? Self.code(status: response.status), envelope.error.message)
+            }
+            throw ServiceError(Self.code(status: response.status), "the validator at \(server) answered HTTP \(response.status)")
+        }
+        if Response.self == Empty.self, let empty = Empty() as? Response { return empty }
+        do {
+            return try APICoding.decoder().decode(Response.self, from: data)
+        } catch {
+            throw ServiceError(.system, "unexpected answer from the validator at \(server) (\(path)): \(error)")
+        }
+    }
+
+    private func send(_ method: String, _ path: String, _ body: (some Encodable)? = nil as Empty?) async throws(ServiceError) {
+        let _: Empty = try await call(method, path, body)
+    }
+
+    static func code(status: Int) -> ServiceError.Code {
+        switch status {
+        case 400: .invalidInput
+        case 401: .unauthorized
+        case 403: .forbidden
+        case 404: .notFound
+        case 409: .conflict
+        case 422: .importInvalid
+        case 429: .rateLimited
+        case 501: .notSupported
+        case 503: .unavailable
+        default: .system
+        }
+    }
+
+    /// A path segment: user names and serials are percent-encoded.
+    static func segment(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
+    }
+
+    private func user(_ user: String) -> String { "/v1/users/\(Self.segment(user))" }
+    private func token(_ user: String, _ serial: String) -> String { "\(self.user(user))/tokens/\(Self.segment(serial))" }
+
+    // MARK: hosts
+
+    public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
+        try await call("POST", "/v1/preflight", request)
+    }
+
+    public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
+        try await call("POST", "/v1/verify", request)
+    }
+
+    public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
+        try await call("POST", "/v1/verify/answer", request)
+    }
+
+    // MARK: tokens
+
+    public func enroll(user: String, _ request: EnrollRequest, caller: Caller) async throws(ServiceError) -> EnrollResponse {
+        try await call("POST", "\(self.user(user))/tokens", request)
+    }
+
+    public func importTokens(user: String, _ request: ImportRequest, caller: Caller) async throws(ServiceError) -> TokenList {
+        try await call("POST", "\(self.user(user))/tokens/import", request)
+    }
+
+    public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
+        try await call("GET", "/v1/tokens" + (user.map { "?user=\(Self.segment($0))" } ?? ""))
+    }
+
+    public func setNickname(user: String, serial: String, _ request: NicknameRequest, caller: Caller) async throws(ServiceError) {
+        try await send("PATCH", token(user, serial), request)
+    }
+
+    public func deleteToken(user: String, serial: String, caller: Caller) async throws(ServiceError) {
+        try await send("DELETE", token(user, serial))
+    }
+
+    public func reset(user: String, caller: Caller) async throws(ServiceError) -> ResetResponse {
+        try await call("DELETE", "\(self.user(user))/tokens")
+    }
+
+    public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
+        try await call("POST", "\(self.user(user))/unlock")
+    }
+
+    public func setPIN(user: String, serial: String, _ request: PINRequest, caller: Caller) async throws(ServiceError) {
+        try await send("PUT", "\(token(user, serial))/pin", request)
+    }
+
+    public func clearPIN(user: String, serial: String, caller: Caller) async throws(ServiceError) {
+        try await send("DELETE", "\(token(user, serial))/pin")
+    }
+
+    public func requirePIN(user: String, serial: String, caller: Caller) async throws(ServiceError) {
+        try await send("POST", "\(token(user, serial))/pin/require")
+    }
+
+    public func resync(user: String, serial: String, _ request: ResyncRequest, caller: Caller) async throws(ServiceError) -> ResyncResponse {
+        try await call("POST", "\(token(user, serial))/resync", request)
+    }
+
+    public func recoveryCodes(user: String, _ request: RecoveryCodesRequest, caller: Caller) async throws(ServiceError) -> RecoveryCodesResponse {
+        try await call("POST", "\(self.user(user))/recovery-codes", request)
+    }
+
+    public func bindingID(user: String, caller: Caller) async throws(ServiceError) -> BindingIDResponse {
+        try await call("GET", "\(self.user(user))/binding-id")
+    }
+
+    public func status(caller: Caller) async throws(ServiceError) -> StatusResponse {
+        try await call("GET", "/v1/status")
+    }
+
+    // MARK: access
+
+    private static func collection(_ kind: CredentialKind) -> String { kind == .host ? "/v1/hosts" : "/v1/admins" }
+
+    public func addCredential(kind: CredentialKind, _ request: CredentialRequest, caller: Caller) async throws(ServiceError) -> CredentialCreated {
+        try await call("POST", Self.collection(kind), request)
+    }
+
+    public func credentials(kind: CredentialKind, caller: Caller) async throws(ServiceError) -> CredentialList {
+        try await call("GET", Self.collection(kind))
+    }
+
+    public func revokeCredential(kind: CredentialKind, name: String, caller: Caller) async throws(ServiceError) {
+        try await send("DELETE", "\(Self.collection(kind))/\(Self.segment(name))")
+    }
+
+    public func authenticate(credential: String, address: String) async throws(ServiceError) -> Caller {
+        throw ServiceError(.notSupported, "a remote validator authenticates its own callers")
+    }
+
+    public func audit(user: String?, limit: Int, caller: Caller) async throws(ServiceError) -> AuditList {
+        var query = "?limit=\(limit)"
+        if let user { query += "&user=\(Self.segment(user))" }
+        return try await call("GET", "/v1/audit" + query)
+    }
+
+    public func record(_ entry: AuditEntry) async {}
+
+    public func pruneAudit(before time: Int64) async throws(ServiceError) -> Int {
+        throw ServiceError(.notSupported, "the validator prunes its own audit log (audit_retention_days)")
+    }
+
+    public func checkHealth() async throws(ServiceError) {
+        let health: HealthResponse = try await call("GET", "/v1/health")
+        guard health.status == "ok" else { throw ServiceError(.unavailable, "the validator at \(server) reports \(health.status)") }
+    }
+
+    public func close() async {}
+}
+
+private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
+    return text.withCString(body)
+}

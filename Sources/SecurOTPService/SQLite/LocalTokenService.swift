@@ -1,0 +1,357 @@
+import Foundation
+import SecurOTPCore
+import SecurOTPStore
+
+/// The TokenService of the SQLite store on this machine: `securotp` against
+/// /var/lib/securotp (or `--state-dir`), and `securotpd` with one node. Every call runs on the
+/// store's own thread (StoreExecutor), in a savepoint of a group-committed transaction, with
+/// its audit entry in the same transaction.
+public final class LocalTokenService: TokenService {
+    public let storeKind = "sqlite"
+    let settings: Settings
+    private let executor: StoreExecutor
+    private let lastTouch = LastUse()
+
+    /// Opens (with `create`, first makes) the store `settings.paths` names.
+    public init(settings: Settings, create: Bool = false) throws(ServiceError) {
+        self.settings = settings
+        do {
+            executor = StoreExecutor(store: try Store.open(settings.paths, create: create))
+        } catch {
+            throw ServiceError(error)
+        }
+    }
+
+    /// Finishes queued work, checkpoints the WAL into the database and stops the store thread.
+    public func close() async { executor.stop() }
+
+    public func checkHealth() async throws(ServiceError) {
+        _ = try await run { (store, _) throws(StoreError) in try store.hasActiveTokens(user: Store.unresolvedUsersKey) }
+    }
+
+    static func now() -> Int64 { Int64(time(nil)) }
+
+    /// Runs `body` on the store thread with store errors turned into service errors.
+    private func run<R: Sendable>(_ body: @escaping (Store, AccessTables) throws(StoreError) -> R) async throws(ServiceError) -> R {
+        try await executor.run { (store) throws(ServiceError) -> R in
+            do throws(StoreError) { return try body(store, AccessTables(db: store.database)) } catch { throw ServiceError(error) }
+        }
+    }
+
+    private func runService<R: Sendable>(_ body: @escaping (Store, AccessTables) throws(ServiceError) -> R) async throws(ServiceError) -> R {
+        try await executor.run { (store) throws(ServiceError) -> R in try body(store, AccessTables(db: store.database)) }
+    }
+
+    // MARK: hosts
+
+    public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
+        let user = try Self.checked(user: request.user)
+        let now = Self.now()
+        return try await run { (store, _) throws(StoreError) in
+            let tokens = try store.tokens(user: user).filter { $0.state == "active" && !$0.isExpired(at: now) }
+            return PreflightResponse(hasTokens: !tokens.isEmpty, ocraSuite: try store.ocraSuite(user: user, now: now)?.text,
+                                     codeDigits: Array(Set(tokens.filter { $0.kind != .ocra }.map(\.parameters.digits))).sorted())
+        }
+    }
+
+    public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
+        let user = try Self.checked(user: request.user)
+        let input = try Self.checked(passcode: request.passcode)
+        let policy = settings.policy
+        return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
+            let now = Self.now()
+            let response = try Self.storeCall { () throws(StoreError) -> VerifyResponse in
+                let key = try Self.failureKey(store, user: user)
+                let result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                    try store.verify(user: user, input: bytes, codeAtEnd: request.codeAtEnd ?? false, policy: policy, now: now,
+                                     failureKey: key, challenge: request.challenge)
+                }
+                let (response, pending) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
+                if let pending { try tables.insert(pending) }
+                return response
+            }
+            try Self.storeCall { () throws(StoreError) in
+                try tables.append(Self.entry(caller, "verify", user: user, serial: response.serial ?? "", result: response.result.rawValue,
+                                             detail: response.reason ?? "", now: now))
+            }
+            return response
+        }
+    }
+
+    public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
+        let user = try Self.checked(user: request.user)
+        let input = try Self.checked(passcode: request.answer)
+        let policy = settings.policy
+        return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
+            let now = Self.now()
+            let response = try Self.storeCall { () throws(StoreError) -> VerifyResponse in
+                guard let pending = try tables.take(id: request.challengeId, user: user, host: caller.name, now: now) else {
+                    return Dialogue.unknownChallenge
+                }
+                let result: VerifyResult
+                switch pending.kind {
+                case .nextCode:
+                    result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                        try store.verifyNextCode(user: user, serial: pending.serial, position: pending.position, input: bytes, policy: policy, now: now)
+                    }
+                case .passcode:
+                    result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                        try store.verify(user: user, input: bytes, codeAtEnd: false, policy: policy, now: now)
+                    }
+                case .newPIN:
+                    let (response, next, setPIN) = try Dialogue.afterNewPIN(pending, pin: input, now: now)
+                    if setPIN {
+                        try input.withUnsafeBufferPointer { (pin) throws(StoreError) in try store.setPIN(user: user, serial: pending.serial, pin: pin) }
+                    }
+                    if let next { try tables.insert(next) }
+                    return response
+                }
+                let (response, next) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: pending.remaining, now: now)
+                if let next { try tables.insert(next) }
+                return response
+            }
+            try Self.storeCall { () throws(StoreError) in
+                try tables.append(Self.entry(caller, "answer", user: user, serial: response.serial ?? "", result: response.result.rawValue,
+                                             detail: response.reason ?? "", now: now))
+            }
+            return response
+        }
+    }
+
+    /// Failures are counted on the user's own row when the store knows the user; names it
+    /// does not know share one row, so nobody can fill the table with invented names (the
+    /// PAM module does the same for names NSS does not know).
+    private static func failureKey(_ store: Store, user: String) throws(StoreError) -> String? {
+        if try store.hasActiveTokens(user: user) { return nil }
+        if try store.remainingRecoveryCodes(user: user) > 0 { return nil }
+        return Store.unresolvedUsersKey
+    }
+
+    // MARK: tokens
+
+    public func enroll(user: String, _ request: EnrollRequest, caller: Caller) async throws(ServiceError) -> EnrollResponse {
+        let user = try Self.checked(user: user)
+        let token = try NewTokens.enrolled(request)
+        let maxTokens = settings.maxTokens
+        return try await run { (store, tables) throws(StoreError) in
+            let now = Self.now()
+            let record = try store.add([token], user: user, maxTokens: maxTokens, now: now)[0]
+            try tables.append(Self.entry(caller, "enroll", user: user, serial: record.serial, result: "ok", detail: record.kind.rawValue, now: now))
+            return EnrollResponse(token: TokenInfo(record), secret: Base32.encode(token.seed))
+        }
+    }
+
+    public func importTokens(user: String, _ request: ImportRequest, caller: Caller) async throws(ServiceError) -> TokenList {
+        let user = try Self.checked(user: user)
+        let maxTokens = settings.maxTokens
+        return try await runService { (store, tables) throws(ServiceError) -> TokenList in
+            let now = Self.now()
+            let tokens = try NewTokens.imported(request, bindingID: store.bindingID(user: user), now: now)
+            return try Self.storeCall { () throws(StoreError) -> TokenList in
+                let records = try store.add(tokens, user: user, maxTokens: maxTokens, now: now)
+                for record in records {
+                    try tables.append(Self.entry(caller, "import", user: user, serial: record.serial, result: "ok", detail: record.source, now: now))
+                }
+                return TokenList(tokens: records.map { TokenInfo($0) })
+            }
+        }
+    }
+
+    public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
+        if let user { _ = try Self.checked(user: user) }
+        return try await run { (store, _) throws(StoreError) in
+            let locked = Set(try store.lockedUsers(now: Self.now()))
+            return TokenList(tokens: try store.tokens(user: user).map { TokenInfo($0, userLocked: locked.contains($0.user)) })
+        }
+    }
+
+    public func setNickname(user: String, serial: String, _ request: NicknameRequest, caller: Caller) async throws(ServiceError) {
+        try await change(user: user, serial: serial, action: "nickname", caller: caller) { (store) throws(StoreError) in
+            try store.setNickname(user: user, serial: serial, nickname: request.nickname)
+        }
+    }
+
+    public func deleteToken(user: String, serial: String, caller: Caller) async throws(ServiceError) {
+        try await change(user: user, serial: serial, action: "delete", caller: caller) { (store) throws(StoreError) in
+            try store.delete(user: user, serial: serial)
+        }
+    }
+
+    public func reset(user: String, caller: Caller) async throws(ServiceError) -> ResetResponse {
+        let user = try Self.checked(user: user)
+        return try await run { (store, tables) throws(StoreError) in
+            let removed = try store.reset(user: user)
+            try tables.append(Self.entry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", now: Self.now()))
+            return ResetResponse(removed: removed)
+        }
+    }
+
+    public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
+        let user = try Self.checked(user: user)
+        return try await run { (store, tables) throws(StoreError) in
+            let now = Self.now()
+            let wasLocked = try store.unlock(user: user, now: now)
+            try tables.append(Self.entry(caller, "unlock", user: user, serial: "", result: "ok", detail: wasLocked ? "was locked" : "was not locked", now: now))
+            return UnlockResponse(wasLocked: wasLocked)
+        }
+    }
+
+    public func setPIN(user: String, serial: String, _ request: PINRequest, caller: Caller) async throws(ServiceError) {
+        var pin = Array(request.pin.utf8)
+        defer { for index in pin.indices { pin[index] = 0 } }
+        let copy = pin
+        try await change(user: user, serial: serial, action: "pin set", caller: caller) { (store) throws(StoreError) in
+            try copy.withUnsafeBufferPointer { (bytes) throws(StoreError) in try store.setPIN(user: user, serial: serial, pin: bytes) }
+        }
+    }
+
+    public func clearPIN(user: String, serial: String, caller: Caller) async throws(ServiceError) {
+        try await change(user: user, serial: serial, action: "pin clear", caller: caller) { (store) throws(StoreError) in
+            try store.clearPIN(user: user, serial: serial)
+        }
+    }
+
+    public func requirePIN(user: String, serial: String, caller: Caller) async throws(ServiceError) {
+        try await change(user: user, serial: serial, action: "pin require", caller: caller) { (store) throws(StoreError) in
+            try store.requirePIN(user: user, serial: serial)
+        }
+    }
+
+    public func resync(user: String, serial: String, _ request: ResyncRequest, caller: Caller) async throws(ServiceError) -> ResyncResponse {
+        let user = try Self.checked(user: user)
+        return try await run { (store, tables) throws(StoreError) in
+            let now = Self.now()
+            let result = try store.resync(user: user, serial: serial, first: Array(request.first.utf8), second: Array(request.second.utf8), now: now)
+            try tables.append(Self.entry(caller, "resync", user: user, serial: serial, result: "ok", detail: result.description, now: now))
+            return ResyncResponse(result)
+        }
+    }
+
+    public func recoveryCodes(user: String, _ request: RecoveryCodesRequest, caller: Caller) async throws(ServiceError) -> RecoveryCodesResponse {
+        let user = try Self.checked(user: user)
+        return try await run { (store, tables) throws(StoreError) in
+            let now = Self.now()
+            let codes = try store.generateRecoveryCodes(user: user, count: request.count ?? 10, now: now)
+            try tables.append(Self.entry(caller, "recovery-codes", user: user, serial: "", result: "ok", detail: "\(codes.count) codes", now: now))
+            return RecoveryCodesResponse(user: user, codes: codes)
+        }
+    }
+
+    public func bindingID(user: String, caller: Caller) async throws(ServiceError) -> BindingIDResponse {
+        let user = try Self.checked(user: user)
+        return try await run { (store, _) throws(StoreError) in BindingIDResponse(user: user, bindingId: store.bindingID(user: user)) }
+    }
+
+    public func status(caller: Caller) async throws(ServiceError) -> StatusResponse {
+        let location = settings.paths.database
+        return try await run { (store, _) throws(StoreError) in
+            let tokens = try store.tokens()
+            return StatusResponse(store: "sqlite", location: location, schemaVersion: store.schemaVersion, users: Set(tokens.map(\.user)).count,
+                                  tokens: tokens.count, totpTokens: tokens.filter { $0.kind == .totp }.count,
+                                  hotpTokens: tokens.filter { $0.kind == .hotp }.count, lockedUsers: try store.lockedUsers(now: Self.now()))
+        }
+    }
+
+    /// A change to one token, audited.
+    private func change(user: String, serial: String, action: String, caller: Caller,
+                        _ body: @escaping (Store) throws(StoreError) -> Void) async throws(ServiceError) {
+        let user = try Self.checked(user: user)
+        try await run { (store, tables) throws(StoreError) in
+            try body(store)
+            try tables.append(Self.entry(caller, action, user: user, serial: serial, result: "ok", detail: "", now: Self.now()))
+        }
+    }
+
+    // MARK: access
+
+    public func addCredential(kind: CredentialKind, _ request: CredentialRequest, caller: Caller) async throws(ServiceError) -> CredentialCreated {
+        let (row, credential) = try AccessRules.newCredential(kind: kind, request, now: Self.now())
+        return try await runService { (_, tables) throws(ServiceError) -> CredentialCreated in
+            guard try Self.storeCall({ () throws(StoreError) in try tables.insert(row) }) else { throw AccessRules.duplicate(kind, row.name) }
+            try Self.storeCall { () throws(StoreError) in
+                try tables.append(Self.entry(caller, "\(kind.rawValue) add", user: "", serial: "", result: "ok", detail: row.name, now: row.created))
+            }
+            return CredentialCreated(name: row.name, kind: kind.rawValue, credential: credential.text)
+        }
+    }
+
+    public func credentials(kind: CredentialKind, caller: Caller) async throws(ServiceError) -> CredentialList {
+        try await run { (_, tables) throws(StoreError) in CredentialList(credentials: try tables.credentials(kind: kind).map(\.info)) }
+    }
+
+    public func revokeCredential(kind: CredentialKind, name: String, caller: Caller) async throws(ServiceError) {
+        try await runService { (_, tables) throws(ServiceError) in
+            try Self.storeCall { () throws(StoreError) in
+                let now = Self.now()
+                guard try tables.revoke(kind: kind, name: name, now: now) else {
+                    throw StoreError(.notFound, "no \(kind.rawValue) named \(name) has a credential in force; see: securotp \(kind.rawValue) list")
+                }
+                try tables.append(Self.entry(caller, "\(kind.rawValue) revoke", user: "", serial: "", result: "ok", detail: name, now: now))
+            }
+        }
+    }
+
+    public func authenticate(credential text: String, address: String) async throws(ServiceError) -> Caller {
+        guard let credential = Credential(text: text) else { throw AccessRules.refused }
+        let lastTouch = self.lastTouch
+        return try await runService { (_, tables) throws(ServiceError) -> Caller in
+            let now = Self.now()
+            let row = try Self.storeCall { () throws(StoreError) in try tables.credential(id: credential.id) }
+            guard let row, let caller = AccessRules.caller(for: row, presented: credential, address: address) else { throw AccessRules.refused }
+            if lastTouch.due(row.id, now: now) { try Self.storeCall { () throws(StoreError) in try tables.touch(id: row.id, now: now) } }
+            return caller
+        }
+    }
+
+    public func audit(user: String?, limit: Int, caller: Caller) async throws(ServiceError) -> AuditList {
+        let limit = min(max(limit, 1), 10_000)
+        return try await run { (_, tables) throws(StoreError) in AuditList(entries: try tables.audit(user: user, limit: limit)) }
+    }
+
+    public func record(_ entry: AuditEntry) async {
+        _ = try? await run { (_, tables) throws(StoreError) in try tables.append(entry) }
+    }
+
+    public func pruneAudit(before time: Int64) async throws(ServiceError) -> Int {
+        try await run { (_, tables) throws(StoreError) in try tables.pruneAudit(before: time) }
+    }
+
+    // MARK: helpers
+
+    static func entry(_ caller: Caller, _ action: String, user: String, serial: String, result: String, detail: String, now: Int64) -> AuditEntry {
+        AuditEntry(time: now, actorKind: caller.kind.rawValue, actor: caller.name, address: caller.address, action: action, user: user,
+                   serial: serial, result: result, detail: detail)
+    }
+
+    static func checked(user: String) throws(ServiceError) -> String {
+        do throws(StoreError) { try Store.validate(user: user) } catch { throw ServiceError(error) }
+        return user
+    }
+
+    /// Passcodes, PINs and answers: at most 1 KiB (codes are 6–8 digits; forward_pass adds a password).
+    static func checked(passcode: String) throws(ServiceError) -> [UInt8] {
+        let bytes = Array(passcode.utf8)
+        guard bytes.count <= 1024 else { throw ServiceError(.invalidInput, "passcode longer than 1024 bytes") }
+        return bytes
+    }
+
+    static func storeCall<R>(_ body: () throws(StoreError) -> R) throws(ServiceError) -> R {
+        do throws(StoreError) { return try body() } catch { throw ServiceError(error) }
+    }
+
+}
+
+/// Credential rows are touched (last_used) at most once a minute each: a write per request
+/// would cost a transaction's worth of work on every verification.
+private final class LastUse: @unchecked Sendable {
+    private let lock = NSLock()
+    private var touched: [String: Int64] = [:]
+
+    func due(_ id: String, now: Int64) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if let last = touched[id], now - last < 60 { return false }
+        touched[id] = now
+        return true
+    }
+}

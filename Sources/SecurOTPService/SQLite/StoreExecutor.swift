@@ -1,0 +1,103 @@
+import Foundation
+import SecurOTPStore
+
+/// Owns the SQLite store on one thread and runs callers' jobs there, several at a time in one
+/// transaction (group commit): each job runs in its own savepoint, so a failing job rolls back
+/// alone, and every job's answer is released only after the shared COMMIT is on disk. One
+/// fsync then serves many verifications, which is what bounds SQLite's write rate.
+final class StoreExecutor: @unchecked Sendable {
+    /// Jobs committed together at most; more wait for the next transaction.
+    static let maxBatch = 128
+
+    private struct Job {
+        let execute: (Store) -> Void
+        let finish: (ServiceError?) -> Void
+    }
+
+    private let store: Store
+    private let condition = NSCondition()
+    private var queue: [Job] = []
+    private var stopped = false
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(store: Store) {
+        self.store = store
+        let thread = Thread { [unowned self] in self.loop() }
+        thread.name = "securotp-store"
+        thread.start()
+    }
+
+    /// Runs `body` on the store thread inside a savepoint of the current batch's transaction;
+    /// returns once that transaction committed (or throws its error).
+    func run<R: Sendable>(_ body: @escaping (Store) throws(ServiceError) -> R) async throws(ServiceError) -> R {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, ServiceError>, Never>) in
+            let slot = ResultSlot<R>()
+            let job = Job(
+                execute: { store in
+                    slot.result = Result { () throws(ServiceError) -> R in
+                        try store.database.immediateTransaction({ () throws(ServiceError) -> R in try body(store) },
+                                                                databaseError: ServiceError.init)
+                    }
+                },
+                finish: { commitError in
+                    continuation.resume(returning: commitError.map { .failure($0) } ?? slot.result ?? .failure(ServiceError(.system, "job did not run")))
+                })
+            enqueue(job)
+        }
+        return try outcome.get()
+    }
+
+    private func enqueue(_ job: Job) {
+        condition.lock()
+        if stopped {
+            condition.unlock()
+            job.finish(ServiceError(.unavailable, "the store is closed"))
+            return
+        }
+        queue.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Runs what is queued, checkpoints the WAL into the database (so the file alone is a
+    /// complete copy, for backups) and returns when the store thread has ended.
+    func stop() {
+        condition.lock()
+        let first = !stopped
+        stopped = true
+        condition.signal()
+        condition.unlock()
+        if first { finished.wait() }
+    }
+
+    private func loop() {
+        while true {
+            condition.lock()
+            while queue.isEmpty && !stopped { condition.wait() }
+            if queue.isEmpty && stopped {
+                condition.unlock()
+                try? store.checkpoint()
+                finished.signal()
+                return
+            }
+            let batch = Array(queue.prefix(Self.maxBatch))
+            queue.removeFirst(batch.count)
+            condition.unlock()
+
+            var commitError: ServiceError?
+            do {
+                try store.database.immediateTransaction { () throws(StoreError) in
+                    for job in batch { job.execute(store) }
+                }
+            } catch {
+                commitError = ServiceError(error)
+            }
+            for job in batch { job.finish(commitError) }
+        }
+    }
+}
+
+/// Written on the store thread before the job's continuation is resumed.
+private final class ResultSlot<R>: @unchecked Sendable {
+    var result: Result<R, ServiceError>?
+}

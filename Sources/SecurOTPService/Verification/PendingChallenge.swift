@@ -1,0 +1,41 @@
+import SecurOTPCore
+import SecurOTPStore
+
+/// A dialogue step the validator started and a host must finish (next tokencode, new PIN,
+/// passcode after a new PIN). Kept in the store, not in memory, so the answer may reach
+/// another validator node; single-use and short-lived.
+struct PendingChallenge: Sendable, Equatable {
+    /// Seconds a host has to answer.
+    static let lifetime: Int64 = 180
+
+    var id: String
+    var user: String
+    /// The host credential's name: only the host that got the challenge may answer it.
+    var host: String
+    var kind: ChallengeKind
+    var serial: String
+    /// next_code: the step or counter the first code matched.
+    var position: Int64
+    /// new_pin, passcode: the token's PIN mode.
+    var pinMode: PINMode
+    /// How many more dialogue steps this login may start (as in the PAM module's local mode).
+    var remaining: Int
+    var expires: Int64
+
+    /// 128 random bits, hex; nil without kernel randomness.
+    static func freshID() -> String? {
+        SecretBytes.random(count: 16).map { $0.withUnsafeBytes { Hex.encode($0) } }
+    }
+
+    var info: ChallengeInfo {
+        switch kind {
+        case .nextCode:
+            ChallengeInfo(id: id, kind: kind, prompt: DialogueText.nextCode, expiresIn: Int(Self.lifetime))
+        case .newPIN:
+            ChallengeInfo(id: id, kind: kind, prompt: DialogueText.newPIN(pinMode), confirmPrompt: DialogueText.newPINAgain,
+                          expiresIn: Int(Self.lifetime))
+        case .passcode:
+            ChallengeInfo(id: id, kind: kind, prompt: DialogueText.pinSet(pinMode), expiresIn: Int(Self.lifetime))
+        }
+    }
+}

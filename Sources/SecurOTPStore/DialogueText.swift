@@ -1,0 +1,25 @@
+import SecurOTPCore
+
+/// What the user reads during a login, in one place: the PAM module shows these in local mode,
+/// and the validator sends the same texts to hosts in remote mode.
+public enum DialogueText {
+    public static let replayed = "That code was already used. Wait for the next one."
+    public static let nextCode = "Wait for the code on your token to change, then enter the new code: "
+    public static let newPINAgain = "Enter the new PIN again: "
+    public static let pinsDiffer = "The PINs differ. Log in again to set your PIN."
+
+    public static func recoveryCodeAccepted(remaining: Int) -> String {
+        "Recovery code accepted. \(remaining) left; ask your administrator for new ones when they run low."
+    }
+
+    public static func newPIN(_ mode: PINMode) -> String {
+        "Enter a new PIN (\(mode == .addedByToken ? "4 to 8 digits" : "4 to 8 letters or digits")): "
+    }
+
+    public static func pinRefused(_ problem: String) -> String { "PIN refused: \(problem). Log in again to set your PIN." }
+
+    public static func pinSet(_ mode: PINMode) -> String {
+        let how = mode == .addedByToken ? "the passcode your token shows with the new PIN" : "your new PIN followed by the next code"
+        return "PIN set. Wait for the code to change, then enter \(how): "
+    }
+}

@@ -1,0 +1,110 @@
+import ArgumentParser
+import Foundation
+import SecurOTPAuthenticator
+import SecurOTPCore
+import SecurOTPImport
+
+struct Import: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Add tokens from an issuer: otpauth URIs, Google Authenticator exports, PSKC, RSA SecurID .sdtid and CTF.",
+        discussion: """
+        SOURCE is a file, - for standard input, or the token string itself (an otpauth:// URI or a SecurID CTF string). The format is detected; it is the same list the admin's securotp import reads. Everything in SOURCE is added or nothing is: a bad checksum, a wrong password, an expired token, or a SecurID token bound to another device stops the import with a message naming it.
+
+        Device-bound SecurID tokens must be bound to this authenticator: give the issuer the ID that securotp-authenticator binding-id prints. On a terminal, a missing password is asked for.
+
+        Examples:
+          securotp-authenticator import 'otpauth://totp/ACME:alice?secret=JBSWY3DPEHPK3PXP&issuer=ACME'
+          securotp-authenticator import alice.sdtid --password-file ~/pw --nickname work
+          zbarimg --raw -q export.png | securotp-authenticator import -
+          securotp-authenticator import vendor.pskc --key-file transport.hex --format json
+        """
+    )
+
+    @OptionGroup var store: StoreOptions
+
+    @Argument(help: "File, - for standard input, or the token string.")
+    var source: String
+
+    @Option(help: "Token or container password (SDTID, CTF, PSKC PBKDF2). Prefer --password-file: arguments are visible to other users.")
+    var password: String?
+
+    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of FILE.", valueName: "FILE"))
+    var passwordFile: String?
+
+    @Option(help: ArgumentHelp("Pre-shared PSKC transport key, hex.", valueName: "HEX"))
+    var key: String?
+
+    @Option(name: .customLong("key-file"), help: ArgumentHelp("Read the PSKC transport key (hex) from FILE.", valueName: "FILE"))
+    var keyFile: String?
+
+    @Option(help: "Nickname for the imported tokens (at most 32 characters; default: the account name in the source).")
+    var nickname: String?
+
+    @Option(help: "text or json.")
+    var format: OutputFormat = .text
+
+    func validate() throws {
+        if password != nil && passwordFile != nil { throw ValidationError("give --password or --password-file, not both") }
+        if key != nil && keyFile != nil { throw ValidationError("give --key or --key-file, not both") }
+    }
+
+    func run() throws {
+        let context = try Context(store)
+        var input = try readSource()
+        defer { for index in input.indices { input[index] = 0 } } // the source holds the seeds
+        let transportKey = try readKey()
+        var secret = try readPassword()
+        defer { wipe(&secret) }
+        let store = try context.open(create: true)
+        let tokens: [StoredToken]
+        do {
+            tokens = try store.importTokens(from: input, password: secret, transportKey: transportKey, nickname: nickname, now: context.now)
+        } catch let error as ImportError where error.code == .password && secret == nil && Terminal.isInteractive && source != "-" {
+            var asked: [UInt8]? = try Terminal.secretLine(prompt: "Password for \(source): ", what: "password")
+            defer { wipe(&asked) }
+            tokens = try store.importTokens(from: input, password: asked, transportKey: transportKey, nickname: nickname, now: context.now)
+        }
+        switch format {
+        case .json:
+            try Output.printJSON(tokens.map(TokenJSON.init))
+        case .text:
+            print("Imported \(tokens.count) token\(tokens.count == 1 ? "" : "s") into \(context.paths.directory):")
+            print(Output.table(Output.tokenHeader, tokens.map { Output.row($0, now: context.now) }))
+            let example = tokens.count == 1 ? "" : " SERIAL"
+            print("\nShow a code with: securotp-authenticator code\(example)")
+        }
+    }
+
+    private func readSource() throws -> [UInt8] {
+        let limit = TokenImporter.maximumInputSize + 1 // one byte more, so the importer reports the size
+        if source == "-" { return Array(try FileHandle.standardInput.read(upToCount: limit) ?? Data()) }
+        if FileManager.default.fileExists(atPath: source) {
+            guard let handle = FileHandle(forReadingAtPath: source) else { throw CLIError(message: "cannot read \(source)", exitCode: 66) }
+            defer { try? handle.close() }
+            return Array(try handle.read(upToCount: limit) ?? Data())
+        }
+        if source.contains("://") || source.allSatisfy({ $0.isNumber || $0 == "-" }) || source.count > 100 {
+            return Array(source.utf8)
+        }
+        throw CLIError(message: "\(source): no such file (give a file, - for standard input, or the token string)", exitCode: 66)
+    }
+
+    private func readPassword() throws -> [UInt8]? {
+        if let password { return Array(password.utf8) }
+        guard let passwordFile else { return nil }
+        return try Terminal.firstLine(of: passwordFile, what: "password")
+    }
+
+    private func readKey() throws -> SecretBytes? {
+        var text = key
+        if let keyFile {
+            text = String(decoding: try Terminal.firstLine(of: keyFile, what: "transport key"), as: UTF8.self)
+                .trimmingCharacters(in: .whitespaces)
+        }
+        guard let text else { return nil }
+        guard let bytes = Hex.decode(text), [16, 24, 32].contains(bytes.count) else {
+            throw CLIError(message: "the transport key must be 16, 24 or 32 bytes of hex", exitCode: 65)
+        }
+        return SecretBytes(copying: bytes)
+    }
+}

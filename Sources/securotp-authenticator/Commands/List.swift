@@ -1,0 +1,36 @@
+import ArgumentParser
+import SecurOTPAuthenticator
+
+struct List: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show your tokens: serial, nickname, issuer, kind, digits, interval or counter, PIN style, expiry.",
+        discussion: """
+        INTERVAL is how long a code lasts (TOTP, SecurID), or for HOTP the counter the next code is made from. PIN: fob = type your PIN in front of the code; pinpad = the code command adds your PIN into the code, as the token device would.
+
+        Examples:
+          securotp-authenticator list
+          securotp-authenticator list --format json
+        """
+    )
+
+    @OptionGroup var store: StoreOptions
+
+    @Option(help: "text or json.")
+    var format: OutputFormat = .text
+
+    func run() throws {
+        let context = try Context(store)
+        // Listing never creates a store: no store is an empty list.
+        let tokens = AuthenticatorStore.exists(context.paths) ? try context.open().tokens() : []
+        switch format {
+        case .json:
+            try Output.printJSON(tokens.map(TokenJSON.init))
+        case .text:
+            guard !tokens.isEmpty else {
+                print("No tokens yet. Import one with: securotp-authenticator import SOURCE")
+                return
+            }
+            print(Output.table(Output.tokenHeader, tokens.map { Output.row($0, now: context.now) }))
+        }
+    }
+}

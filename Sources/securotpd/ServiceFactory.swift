@@ -1,0 +1,20 @@
+import Foundation
+import SecurOTPServer
+import SecurOTPService
+
+/// The store the configuration names: PostgreSQL for `database = postgres://…`, else SQLite.
+enum ServiceFactory {
+    static func open(_ settings: DaemonConfiguration) async throws(ServiceError) -> any TokenService {
+        if let url = settings.postgresURL {
+            throw ServiceError(.notSupported, "PostgreSQL (\(redacted(url))) is not available in this build yet")
+        }
+        return try LocalTokenService(settings: settings.store, create: true)
+    }
+
+    /// A URL fit for logs: the password replaced.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
+    }
+}
