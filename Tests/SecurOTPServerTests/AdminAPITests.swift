@@ -5,12 +5,12 @@ import Testing
 /// What admins see: every securotp operation over the API, and who may call what.
 @Suite("Validator API: administration and access")
 struct AdminAPITests {
-    @Test("Credentials: none, malformed, revoked and the wrong kind are refused before any route runs")
-    func credentials() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Credentials: none, malformed, revoked and the wrong kind are refused before any route runs", arguments: Backend.allCases)
+    func credentials(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let health = try await client.call(.get, "/v1/health")
-            #expect(health.string("status") == "ok" && health.string("store") == "sqlite")
+            #expect(health.string("status") == "ok" && health.string("store") == backend.rawValue)
 
             let none = try await client.call(.get, "/v1/tokens")
             #expect(none.status == 401 && none.errorCode == "unauthorized")
@@ -38,9 +38,9 @@ struct AdminAPITests {
         }
     }
 
-    @Test("Every token operation: enroll, list, nickname, PIN, resync, recovery codes, binding ID, status, delete, reset")
-    func tokenOperations() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Every token operation: enroll, list, nickname, PIN, resync, recovery codes, binding ID, status, delete, reset", arguments: Backend.allCases)
+    func tokenOperations(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let (secret, serial) = try await HostAPITests.enroll(client, fixture, "alice", ["kind": "hotp", "nickname": "key"])
             let listed = try await client.call(.get, "/v1/tokens?user=alice", bearer: fixture.admin)
@@ -75,7 +75,7 @@ struct AdminAPITests {
             #expect(binding.string("binding_id")?.count == 24)
 
             let status = try await client.call(.get, "/v1/status", bearer: fixture.admin)
-            #expect(status["tokens"] as? Int == 1 && status["hotp_tokens"] as? Int == 1 && status.string("store") == "sqlite")
+            #expect(status["tokens"] as? Int == 1 && status["hotp_tokens"] as? Int == 1 && status.string("store") == backend.rawValue)
 
             #expect(try await client.call(.delete, "/v1/users/alice/tokens/\(serial)", bearer: fixture.admin).status == 204)
             let gone = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.hotp(secret, counter: 42)], bearer: fixture.host)
@@ -86,9 +86,9 @@ struct AdminAPITests {
         }
     }
 
-    @Test("Import through the API: a base64 otpauth URI; garbage is 422 and writes nothing")
-    func importTokens() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Import through the API: a base64 otpauth URI; garbage is 422 and writes nothing", arguments: Backend.allCases)
+    func importTokens(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let uri = "otpauth://totp/ACME:bob?secret=JBSWY3DPEHPK3PXP&issuer=ACME"
             let imported = try await client.call(.post, "/v1/users/bob/tokens/import",
@@ -102,9 +102,9 @@ struct AdminAPITests {
         }
     }
 
-    @Test("Bad requests end in the envelope: broken JSON, missing fields, bad user names, unknown paths")
-    func errorEnvelope() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Bad requests end in the envelope: broken JSON, missing fields, bad user names, unknown paths", arguments: Backend.allCases)
+    func errorEnvelope(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let broken = try await client.call(.post, "/v1/verify", bearer: fixture.host, rawBody: "{\"user\":")
             #expect(broken.status == 400 && broken.errorCode == "invalid_input", "\(broken.text)")

@@ -15,9 +15,9 @@ struct HostAPITests {
         return (try #require(answer.string("secret")), try #require(token["serial"] as? String))
     }
 
-    @Test("A right TOTP code is accepted once; the replay and a wrong code are rejected, with counts")
-    func acceptedExactlyOnce() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A right TOTP code is accepted once; the replay and a wrong code are rejected, with counts", arguments: Backend.allCases)
+    func acceptedExactlyOnce(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let (secret, serial) = try await Self.enroll(client, fixture, "alice")
             let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
@@ -38,9 +38,9 @@ struct HostAPITests {
         }
     }
 
-    @Test("deny=3 locks after three failures; even the right code is then 'locked' until an admin unlocks")
-    func lockout() async throws {
-        let fixture = try await ValidatorFixture.make { $0.store.policy.deny = 3 }
+    @Test("deny=3 locks after three failures; even the right code is then 'locked' until an admin unlocks", arguments: Backend.allCases)
+    func lockout(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.store.policy.deny = 3 }
         try await fixture.withClient { client in
             let (secret, _) = try await Self.enroll(client, fixture, "bob")
             let valid = Set((-2...2).map { Codes.totp(secret, offset: $0) })
@@ -59,9 +59,9 @@ struct HostAPITests {
         }
     }
 
-    @Test("HOTP far ahead: a next_code challenge; the following code settles it; an unknown challenge is refused")
-    func nextCodeChallenge() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("HOTP far ahead: a next_code challenge; the following code settles it; an unknown challenge is refused", arguments: Backend.allCases)
+    func nextCodeChallenge(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let (secret, _) = try await Self.enroll(client, fixture, "carol", ["kind": "hotp"])
             let ahead = try await client.call(.post, "/v1/verify", ["user": "carol", "passcode": Codes.hotp(secret, counter: 30)], bearer: fixture.host)
@@ -85,9 +85,9 @@ struct HostAPITests {
         }
     }
 
-    @Test("pin require: new_pin challenge, the PIN rules, then a passcode made with the new PIN")
-    func newPINChallenge() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("pin require: new_pin challenge, the PIN rules, then a passcode made with the new PIN", arguments: Backend.allCases)
+    func newPINChallenge(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let (secret, serial) = try await Self.enroll(client, fixture, "dave", ["kind": "hotp"])
             try await client.call(.post, "/v1/users/dave/tokens/\(serial)/pin/require", bearer: fixture.admin)
@@ -112,9 +112,9 @@ struct HostAPITests {
         }
     }
 
-    @Test("Unknown users and users without tokens are rejected like a wrong code, never an error")
-    func noEnumeration() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Unknown users and users without tokens are rejected like a wrong code, never an error", arguments: Backend.allCases)
+    func noEnumeration(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let unknown = try await client.call(.post, "/v1/verify", ["user": "nobody-here", "passcode": "123456"], bearer: fixture.host)
             #expect(unknown.status == 200 && unknown.string("result") == "reject", "\(unknown.text)")
@@ -123,9 +123,9 @@ struct HostAPITests {
         }
     }
 
-    @Test("A host limited to some users is refused (403) for others, and the refusal is audited")
-    func hostScope() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A host limited to some users is refused (403) for others, and the refusal is audited", arguments: Backend.allCases)
+    func hostScope(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let created = try await client.call(.post, "/v1/hosts", ["name": "kiosk", "users": ["erin"]], bearer: fixture.admin)
             let kiosk = try #require(created.string("credential"), "\(created.text)")
@@ -141,7 +141,7 @@ struct HostAPITests {
 
     @Test("Per-user verification rate: over the limit the validator answers 429 with Retry-After")
     func userRateLimit() async throws {
-        let fixture = try await ValidatorFixture.make { $0.userVerificationsPerMinute = 3 }
+        let fixture = try await ValidatorFixture.make(.sqlite) { $0.userVerificationsPerMinute = 3 }
         try await fixture.withClient { client in
             for _ in 1...3 {
                 let answer = try await client.call(.post, "/v1/verify", ["user": "gina", "passcode": "123456"], bearer: fixture.host)
@@ -154,9 +154,9 @@ struct HostAPITests {
         }
     }
 
-    @Test("The audit log records verifications without codes; metrics count outcomes")
-    func auditAndMetrics() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("The audit log records verifications without codes; metrics count outcomes", arguments: Backend.allCases)
+    func auditAndMetrics(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let (secret, _) = try await Self.enroll(client, fixture, "ivan")
             let code = Codes.totp(secret)

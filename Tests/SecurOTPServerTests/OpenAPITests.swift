@@ -10,9 +10,8 @@ struct OpenAPITests {
     @Test("Every route the server registers is documented, and every documented operation is served")
     func routesMatchTheDocument() async throws {
         let fixture = try await ValidatorFixture.make()
-        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
         let router = buildRouter(configuration: fixture.configuration, service: fixture.service)
-        await fixture.service.close()
+        await fixture.cleanUp()
         // Hummingbird writes parameters as :name, OpenAPI as {name}.
         let served = Set(router.routes.map { route in
             OpenAPIDocument.Operation(method: route.method.rawValue, path: "\(route.path)".split(separator: "/").map { segment in

@@ -51,11 +51,15 @@ private func openssl(_ arguments: [String], input: String = "") throws {
 struct TLSTests {
     /// Runs the validator with TLS on 127.0.0.1 and an ephemeral port.
     static func withServer(_ fixture: ValidatorFixture, _ body: @Sendable (_ url: String) async throws -> Void) async throws {
-        defer { try? FileManager.default.removeItem(atPath: fixture.directory) }
-        try await fixture.application().test(.live) { client in
-            try await body("https://127.0.0.1:\(try #require(client.port))")
+        do {
+            try await fixture.application().test(.live) { client in
+                try await body("https://127.0.0.1:\(try #require(client.port))")
+            }
+        } catch {
+            await fixture.cleanUp()
+            throw error
         }
-        await fixture.service.close()
+        await fixture.cleanUp()
     }
 
     static func credentialFile(_ fixture: ValidatorFixture, _ credential: String, name: String) throws -> String {

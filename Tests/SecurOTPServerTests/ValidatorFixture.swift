@@ -3,30 +3,62 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import SecurOTPCore
+import SecurOTPPostgres
 import SecurOTPServer
 import SecurOTPService
 import SecurOTPStore
 import Testing
 
-/// A validator on a fresh SQLite store in a temporary directory, with one admin and one host
-/// credential, and the application securotpd would run on it.
+/// Which store answers: every API test runs on both.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+}
+
+/// A validator on a fresh store — SQLite in a temporary directory, or a fresh PostgreSQL
+/// database on the test server (SECUROTP_TEST_POSTGRES; scripts/postgres-test.sh starts one)
+/// — with one admin and one host credential, and the application securotpd would run on it.
 struct ValidatorFixture {
     let directory: String
-    let service: LocalTokenService
+    let service: any TokenService
     let configuration: DaemonConfiguration
     let admin: String
     let host: String
+    /// The PostgreSQL database made for this fixture, dropped by `cleanUp`.
+    let database: String?
 
-    static func make(_ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> ValidatorFixture {
+    static func make(_ backend: Backend = .sqlite, _ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> ValidatorFixture {
         let directory = try temporaryDirectory()
         var configuration = DaemonConfiguration()
         configuration.store.paths = StorePaths(stateDirectory: directory)
         configuration.listen = .tcp(host: "127.0.0.1", port: 0)
         configure(&configuration)
-        let service = try LocalTokenService(settings: configuration.store, create: true)
+        let service: any TokenService
+        var database: String?
+        switch backend {
+        case .sqlite:
+            service = try LocalTokenService(settings: configuration.store, create: true)
+        case .postgres:
+            _ = try KeyFile.create(configuration.store.paths.keyFile)
+            let name = "securotp_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            try TestPostgres.sql("CREATE DATABASE \(name)")
+            database = name
+            configuration.postgresURL = TestPostgres.url(database: name)
+            var logger = Logger(label: "securotp-test")
+            logger.logLevel = .critical
+            service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: configuration.store, logger: logger)
+        }
         let admin = try await service.addCredential(kind: .admin, CredentialRequest(name: "root"), caller: .local("test")).credential
         let host = try await service.addCredential(kind: .host, CredentialRequest(name: "web1"), caller: .local("test")).credential
-        return ValidatorFixture(directory: directory, service: service, configuration: configuration, admin: admin, host: host)
+        return ValidatorFixture(directory: directory, service: service, configuration: configuration, admin: admin, host: host, database: database)
+    }
+
+    /// Closes the service and removes the store.
+    func cleanUp() async {
+        await service.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        if let database { try? TestPostgres.sql("DROP DATABASE IF EXISTS \(database) WITH (FORCE)") }
     }
 
     func application() throws -> some ApplicationProtocol {
@@ -37,16 +69,49 @@ struct ValidatorFixture {
 
     /// Runs `body` with an in-process client of the application (no sockets).
     func withClient<R: Sendable>(_ body: @Sendable (APIClient) async throws -> R) async throws -> R {
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try await application().test(.router) { client in try await body(APIClient(client: client)) }
-        await service.close()
-        return result
+        do {
+            let result = try await application().test(.router) { client in try await body(APIClient(client: client)) }
+            await cleanUp()
+            return result
+        } catch {
+            await cleanUp()
+            throw error
+        }
     }
 
     static func temporaryDirectory() throws -> String {
         var template = Array("/tmp/securotpd-test-XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
         return String(cString: made)
+    }
+}
+
+/// The PostgreSQL server the tests use, through psql.
+enum TestPostgres {
+    static var server: String {
+        ProcessInfo.processInfo.environment["SECUROTP_TEST_POSTGRES"] ?? "postgres://securotp:securotp-test@127.0.0.1:5432/postgres"
+    }
+
+    static func url(database: String) -> String {
+        guard var components = URLComponents(string: server) else { return server }
+        components.path = "/" + database
+        return components.string ?? server
+    }
+
+    static func sql(_ statement: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        process.arguments = [server, "-qAtc", statement]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey:
+                "psql \(statement): \(message) (is PostgreSQL running? scripts/postgres-test.sh starts it)"])
+        }
     }
 }
 

@@ -10,7 +10,7 @@ public final class LocalTokenService: TokenService {
     public let storeKind = "sqlite"
     let settings: Settings
     private let executor: StoreExecutor
-    private let lastTouch = LastUse()
+    private let lastTouch = CredentialUse()
 
     /// Opens (with `create`, first makes) the store `settings.paths` names.
     public init(settings: Settings, create: Bool = false) throws(ServiceError) {
@@ -45,7 +45,7 @@ public final class LocalTokenService: TokenService {
     // MARK: hosts
 
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
-        let user = try Self.checked(user: request.user)
+        let user = try RequestRules.user(request.user)
         let now = Self.now()
         return try await run { (store, _) throws(StoreError) in
             let tokens = try store.tokens(user: user).filter { $0.state == "active" && !$0.isExpired(at: now) }
@@ -55,8 +55,8 @@ public final class LocalTokenService: TokenService {
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try Self.checked(user: request.user)
-        let input = try Self.checked(passcode: request.passcode)
+        let user = try RequestRules.user(request.user)
+        let input = try RequestRules.passcode(request.passcode)
         let policy = settings.policy
         return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
             let now = Self.now()
@@ -79,8 +79,8 @@ public final class LocalTokenService: TokenService {
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try Self.checked(user: request.user)
-        let input = try Self.checked(passcode: request.answer)
+        let user = try RequestRules.user(request.user)
+        let input = try RequestRules.passcode(request.answer)
         let policy = settings.policy
         return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
             let now = Self.now()
@@ -130,7 +130,7 @@ public final class LocalTokenService: TokenService {
     // MARK: tokens
 
     public func enroll(user: String, _ request: EnrollRequest, caller: Caller) async throws(ServiceError) -> EnrollResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         let token = try NewTokens.enrolled(request)
         let maxTokens = settings.maxTokens
         return try await run { (store, tables) throws(StoreError) in
@@ -142,7 +142,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func importTokens(user: String, _ request: ImportRequest, caller: Caller) async throws(ServiceError) -> TokenList {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         let maxTokens = settings.maxTokens
         return try await runService { (store, tables) throws(ServiceError) -> TokenList in
             let now = Self.now()
@@ -158,7 +158,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
-        if let user { _ = try Self.checked(user: user) }
+        if let user { _ = try RequestRules.user(user) }
         return try await run { (store, _) throws(StoreError) in
             let locked = Set(try store.lockedUsers(now: Self.now()))
             return TokenList(tokens: try store.tokens(user: user).map { TokenInfo($0, userLocked: locked.contains($0.user)) })
@@ -178,7 +178,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func reset(user: String, caller: Caller) async throws(ServiceError) -> ResetResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let removed = try store.reset(user: user)
             try tables.append(Self.entry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", now: Self.now()))
@@ -187,7 +187,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let wasLocked = try store.unlock(user: user, now: now)
@@ -218,7 +218,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func resync(user: String, serial: String, _ request: ResyncRequest, caller: Caller) async throws(ServiceError) -> ResyncResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let result = try store.resync(user: user, serial: serial, first: Array(request.first.utf8), second: Array(request.second.utf8), now: now)
@@ -228,7 +228,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func recoveryCodes(user: String, _ request: RecoveryCodesRequest, caller: Caller) async throws(ServiceError) -> RecoveryCodesResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let codes = try store.generateRecoveryCodes(user: user, count: request.count ?? 10, now: now)
@@ -238,7 +238,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func bindingID(user: String, caller: Caller) async throws(ServiceError) -> BindingIDResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, _) throws(StoreError) in BindingIDResponse(user: user, bindingId: store.bindingID(user: user)) }
     }
 
@@ -255,7 +255,7 @@ public final class LocalTokenService: TokenService {
     /// A change to one token, audited.
     private func change(user: String, serial: String, action: String, caller: Caller,
                         _ body: @escaping (Store) throws(StoreError) -> Void) async throws(ServiceError) {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         try await run { (store, tables) throws(StoreError) in
             try body(store)
             try tables.append(Self.entry(caller, action, user: user, serial: serial, result: "ok", detail: "", now: Self.now()))
@@ -323,35 +323,8 @@ public final class LocalTokenService: TokenService {
                    serial: serial, result: result, detail: detail)
     }
 
-    static func checked(user: String) throws(ServiceError) -> String {
-        do throws(StoreError) { try Store.validate(user: user) } catch { throw ServiceError(error) }
-        return user
-    }
-
-    /// Passcodes, PINs and answers: at most 1 KiB (codes are 6–8 digits; forward_pass adds a password).
-    static func checked(passcode: String) throws(ServiceError) -> [UInt8] {
-        let bytes = Array(passcode.utf8)
-        guard bytes.count <= 1024 else { throw ServiceError(.invalidInput, "passcode longer than 1024 bytes") }
-        return bytes
-    }
-
     static func storeCall<R>(_ body: () throws(StoreError) -> R) throws(ServiceError) -> R {
         do throws(StoreError) { return try body() } catch { throw ServiceError(error) }
     }
 
-}
-
-/// Credential rows are touched (last_used) at most once a minute each: a write per request
-/// would cost a transaction's worth of work on every verification.
-private final class LastUse: @unchecked Sendable {
-    private let lock = NSLock()
-    private var touched: [String: Int64] = [:]
-
-    func due(_ id: String, now: Int64) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if let last = touched[id], now - last < 60 { return false }
-        touched[id] = now
-        return true
-    }
 }
