@@ -136,6 +136,9 @@ final class Child {
         self.errorPath = errorPath
     }
 
+    /// What the child wrote to stderr so far (a daemon's log while it runs).
+    var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+
     /// Waits at most `timeout` seconds, then kills the child and fails: a hung login must fail
     /// the test, not the whole run.
     func wait(timeout: Double = 30) throws -> ProcessResult {
