@@ -235,6 +235,16 @@ check_answer() {
     note "$peer: setup check ok: $what"
 }
 
+# fsync_ms: mean time of a synchronous 4 KiB append on the data filesystem (100 of them). Both
+# peers pay for durable writes, so the disk's fsync latency is part of every result.
+fsync_ms() {
+    local secs
+    secs=$(dd if=/dev/zero of="$RUN/fsync-probe" bs=4k count=100 oflag=dsync 2>&1 | awk -F', ' '/copied/ { print $(NF-1) + 0 }')
+    rm -f "$RUN/fsync-probe"
+    awk -v s="$secs" 'BEGIN { printf "%.2f", s * 10 }'
+}
+
+FSYNC_BEFORE=$(fsync_ms)
 BUSY_BEFORE=$(cpu_busy)
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 [ "$BUSY_BEFORE" -gt 20 ] && note "warning: the CPUs were ${BUSY_BEFORE}% busy before the benchmark (load $LOAD_BEFORE); other work on this machine makes the numbers noisy"
@@ -504,6 +514,7 @@ fi
 ELAPSED=$(( $(date +%s) - START_TIME ))
 BUSY_AFTER=$(cpu_busy)
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+FSYNC_AFTER=$(fsync_ms)
 
 # ---------------------------------------------------------------- report
 
@@ -521,7 +532,7 @@ REPORT=$OUT/results.md
     echo
     echo "- Date: $(date -u '+%Y-%m-%d %H:%M UTC'); host: $(uname -srm), $(nproc) cores, $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
     echo "- Load average before/after: $LOAD_BEFORE / $LOAD_AFTER; CPU busy (1 s sample) before/after: ${BUSY_BEFORE}% / ${BUSY_AFTER}%"
-    echo "- Data on: $(df -T "$RUN" | awk 'NR == 2 { print $2 " (" $1 ")" }')"
+    echo "- Data on: $(df -T "$RUN" | awk 'NR == 2 { print $2 " (" $1 ")" }'); synchronous 4 KiB append (dd oflag=dsync) before/after: $FSYNC_BEFORE / $FSYNC_AFTER ms"
     if has_peer privacyidea; then
         echo "- privacyIDEA $PI_VERSION on $(awk -F'==' '$1 == "gunicorn" { print "gunicorn " $2 }' "$RUN/privacyidea-pip-freeze.txt"), $PI_WORKERS sync workers, SQLite; $PI_USERS users (internal SQL resolver, realm bench), one TOTP token each; variants: $PI_VARIANTS"
     fi
@@ -566,7 +577,7 @@ REPORT=$OUT/results.md
             "$(fmt "$(field "$peer" valid-open p99_ms)" 2)" "$(fmt "$(field "$peer" valid-open start_lag_p99_ms)" 2)" "$syncs"
     done
     for peer in securotpd-sqlite securotpd-postgres; do
-        [ -n "${BEST[$peer]:-}" ] || printf '| %s | pending | pending | pending | |\n' "$peer"
+        [ -n "${BEST[$peer]:-}" ] || printf '| %s | pending | pending | pending | | |\n' "$peer"
     done
     echo
     pi_best=${BEST[privacyidea-defaults]:-}
