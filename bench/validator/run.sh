@@ -155,6 +155,17 @@ if [ "$have_users" -lt "$USERS_NEEDED" ]; then
     "$VBENCH" seeds --count "$USERS_NEEDED" --out "$SEEDS"
 fi
 
+# The generator's codes must be the codes an independent TOTP implementation computes.
+if command -v oathtool >/dev/null; then
+    IFS=$'\t' read -r check_user check_hex _ < <(awk '!/^#/ { print; exit }' "$SEEDS")
+    for _ in 1 2; do # twice, in case a step boundary falls between the two
+        ours=$("$VBENCH" code --seeds "$SEEDS" --user "$check_user")
+        theirs=$(oathtool --totp -d 6 "$check_hex")
+        [ "$ours" = "$theirs" ] && break
+    done
+    [ "$ours" = "$theirs" ] || die "vbench computes $ours for $check_user where oathtool computes $theirs"
+fi
+
 RESULTS=$RUN/results.txt # one vbench line per phase, prefixed with "peer=... server_cpu_ms_per_req=..."
 : >"$RESULTS"
 
