@@ -1196,8 +1196,10 @@ static void report(struct run *r, FILE *to) {
             percentile(lat, r->nsamples, 0.999), r->nsamples ? lat[r->nsamples - 1] : NAN, errors);
     for (int i = 0; i < R_COUNT; i++)
         fprintf(to, " %s=%lu", result_names[i], r->counts[i]);
-    fprintf(to, " requests=%lu connects=%lu gen_cpu_s=%.3f gen_cpu_us_per_req=%.1f", r->issued,
-            r->connects, cpu, r->issued ? cpu * 1e6 / (double)r->issued : 0.0);
+    double wall = (double)(end - r->t0) / 1e9;
+    fprintf(to, " requests=%lu connects=%lu gen_cpu_s=%.3f gen_cpu_us_per_req=%.1f gen_cpu_pct=%.1f",
+            r->issued, r->connects, cpu, r->issued ? cpu * 1e6 / (double)r->issued : 0.0,
+            wall > 0 ? 100 * cpu / wall : 0.0);
     if (r->rate > 0) {
         qsort(r->lag_us, r->nlag, sizeof *r->lag_us, cmp_double);
         fprintf(to, " start_lag_p50_ms=%.3f start_lag_p99_ms=%.3f start_lag_max_ms=%.3f queue_max=%zu",
