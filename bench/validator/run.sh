@@ -155,7 +155,8 @@ if [ "$have_users" -lt "$USERS_NEEDED" ]; then
     "$VBENCH" seeds --count "$USERS_NEEDED" --out "$SEEDS"
 fi
 
-# The generator's codes must be the codes an independent TOTP implementation computes.
+# The generator's codes must be the codes an independent TOTP implementation computes, and its
+# wrong codes must be wrong for every step around now.
 if command -v oathtool >/dev/null; then
     IFS=$'\t' read -r check_user check_hex _ < <(awk '!/^#/ { print; exit }' "$SEEDS")
     for _ in 1 2; do # twice, in case a step boundary falls between the two
@@ -164,6 +165,9 @@ if command -v oathtool >/dev/null; then
         [ "$ours" = "$theirs" ] && break
     done
     [ "$ours" = "$theirs" ] || die "vbench computes $ours for $check_user where oathtool computes $theirs"
+    wrong=$("$VBENCH" code --seeds "$SEEDS" --user "$check_user" --wrong)
+    ! oathtool --totp -w 59 "$check_hex" "$wrong" >/dev/null 2>&1 ||
+        die "vbench's wrong code $wrong for $check_user is a valid code within 59 steps (oathtool)"
 fi
 
 RESULTS=$RUN/results.txt # one vbench line per phase, prefixed with "peer=... server_cpu_ms_per_req=..."

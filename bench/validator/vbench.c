@@ -78,6 +78,7 @@
 #define MAX_USER 64
 #define SEED_BYTES 20
 #define RBUF_MAX (64 * 1024)
+#define WRONG_UNSET UINT32_MAX
 /* Real clients name themselves; privacyIDEA logs a line for every request without one. */
 #define USER_AGENT "vbench/1"
 
@@ -523,7 +524,8 @@ struct run {
     /* data */
     struct seeds seeds;
     struct state state;
-    uint32_t *wrong_codes; /* per user, for the wrong phase */
+    uint32_t *wrong_codes; /* per user, for the wrong phase; WRONG_UNSET: not computed yet */
+    int64_t wrong_lo, wrong_hi; /* the steps wrong codes must miss */
     struct conn *conns;
     int ep;
     /* progress */
@@ -654,7 +656,13 @@ static void start_request(struct run *r, struct conn *c, int64_t due) {
     int64_t step = current_step();
     c->user = pick_user(r, step);
     c->step = step;
-    c->code = r->phase == PH_VALID ? totp(&r->seeds.users[c->user], step) : r->wrong_codes[c->user];
+    if (r->phase == PH_VALID) {
+        c->code = totp(&r->seeds.users[c->user], step);
+    } else {
+        if (r->wrong_codes[c->user] == WRONG_UNSET)
+            r->wrong_codes[c->user] = wrong_code(&r->seeds.users[c->user], r->wrong_lo, r->wrong_hi);
+        c->code = r->wrong_codes[c->user];
+    }
     build_request(r, c);
     c->t_due = due;
     c->t_sent = mono_ns();
@@ -1122,26 +1130,41 @@ static void run_load(struct run *r) {
 
 struct wrong_job {
     struct run *r;
-    size_t from, to;
-    int64_t lo, hi;
+    size_t from, to; /* positions after the wrong cursor */
 };
 
 static void *wrong_worker(void *arg) {
     struct wrong_job *j = arg;
-    for (size_t i = j->from; i < j->to; i++)
-        j->r->wrong_codes[i] = wrong_code(&j->r->seeds.users[i], j->lo, j->hi);
+    struct run *r = j->r;
+    for (size_t i = j->from; i < j->to; i++) {
+        size_t u = (size_t)((r->state.h->wrong_cursor + i) % r->seeds.n);
+        r->wrong_codes[u] = wrong_code(&r->seeds.users[u], r->wrong_lo, r->wrong_hi);
+    }
     return NULL;
 }
 
-/* Wrong codes are fixed per user for the run and miss every step from avoid_steps
- * before now to avoid_steps after the run can end. Computed on all cores before the
- * clock starts. */
+/* Wrong codes are fixed per user for the run and miss every step from avoid_steps before
+ * now to avoid_steps after the run can end. They are computed on all cores before the
+ * clock starts, for the users the run can reach (all of them unless the run is bounded by
+ * --requests alone); a user outside that set gets its code when it is used. */
 static void precompute_wrong_codes(struct run *r) {
-    size_t n = r->seeds.n;
+    size_t n = r->seeds.n, reach = n;
     r->wrong_codes = xmalloc(n * sizeof *r->wrong_codes);
+    for (size_t u = 0; u < n; u++)
+        r->wrong_codes[u] = WRONG_UNSET;
+    double span;
+    if (r->duration > 0) {
+        span = r->warmup + r->duration + r->timeout;
+    } else {
+        span = r->warmup + ((double)r->max_requests / (double)r->concurrency + 1) * r->timeout;
+        if (r->warmup == 0 && r->max_requests + r->concurrency < n)
+            reach = r->max_requests + r->concurrency;
+    }
+    if (span > 3 * 3600)
+        span = 3 * 3600;
     int64_t now = current_step();
-    double span = r->warmup + (r->duration > 0 ? r->duration : 3600) + r->timeout;
-    int64_t lo = now - r->avoid_steps, hi = now + (int64_t)(span / STEP_SECONDS) + 1 + r->avoid_steps;
+    r->wrong_lo = now - r->avoid_steps;
+    r->wrong_hi = now + (int64_t)(span / STEP_SECONDS) + 1 + r->avoid_steps;
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     size_t threads = cpus > 0 ? (size_t)cpus : 1;
     if (threads > 16)
@@ -1149,7 +1172,7 @@ static void precompute_wrong_codes(struct run *r) {
     pthread_t tid[16];
     struct wrong_job jobs[16];
     for (size_t t = 0; t < threads; t++) {
-        jobs[t] = (struct wrong_job){r, n * t / threads, n * (t + 1) / threads, lo, hi};
+        jobs[t] = (struct wrong_job){r, reach * t / threads, reach * (t + 1) / threads};
         if (pthread_create(&tid[t], NULL, wrong_worker, &jobs[t]) != 0)
             die("pthread_create failed");
     }
