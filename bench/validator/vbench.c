@@ -539,7 +539,7 @@ struct run {
     size_t nlag;
     /* open loop */
     int64_t *pending; /* due times waiting for a free connection (ring) */
-    size_t pcap, phead, pcount, pmax;
+    size_t pcap, phead, pcount, pmax; /* pmax: most due requests ever without a free connection */
     size_t *idle;
     size_t nidle;
     unsigned long scheduled;
@@ -1033,8 +1033,6 @@ static void open_loop_dispatch(struct run *r) {
                          "with %.0f/s (raise --concurrency or lower --rate)",
                       r->pcount, r->rate);
         r->pending[(r->phead + r->pcount++) % r->pcap] = due;
-        if (r->pcount > r->pmax)
-            r->pmax = r->pcount;
         r->scheduled++;
     }
     while (r->pcount && r->nidle) {
@@ -1043,6 +1041,10 @@ static void open_loop_dispatch(struct run *r) {
         r->pcount--;
         start_request(r, &r->conns[r->idle[--r->nidle]], due);
     }
+    /* what is left waits because every connection has a request in flight: the server's
+     * slowness, as opposed to the generator having been held up */
+    if (r->pcount > r->pmax)
+        r->pmax = r->pcount;
 }
 
 static void precompute_wrong_codes(struct run *r);
@@ -1225,7 +1227,7 @@ static void report(struct run *r, FILE *to) {
             wall > 0 ? 100 * cpu / wall : 0.0);
     if (r->rate > 0) {
         qsort(r->lag_us, r->nlag, sizeof *r->lag_us, cmp_double);
-        fprintf(to, " start_lag_p50_ms=%.3f start_lag_p99_ms=%.3f start_lag_max_ms=%.3f queue_max=%zu",
+        fprintf(to, " start_lag_p50_ms=%.3f start_lag_p99_ms=%.3f start_lag_max_ms=%.3f conn_wait_max=%zu",
                 percentile(r->lag_us, r->nlag, 0.5) / 1e3, percentile(r->lag_us, r->nlag, 0.99) / 1e3,
                 r->nlag ? r->lag_us[r->nlag - 1] / 1e3 : 0.0, r->pmax);
     }
