@@ -520,7 +520,6 @@ struct run {
     unsigned long max_errors;
     unsigned max_wrong;
     int avoid_steps;
-    bool verbose;
     /* data */
     struct seeds seeds;
     struct state state;
