@@ -267,7 +267,7 @@ START_TIME=$(date +%s)
 
 # ---------------------------------------------------------------- stand-in: the harness ceiling
 
-BEARER=$RUN/bearer
+BEARER=$RUN/bearer # the stand-in's host credential
 openssl rand -hex 32 >"$BEARER"
 chmod 0600 "$BEARER"
 
@@ -403,7 +403,7 @@ fi
 # >>> LEAD: this section is wired end to end and runs today with VB_SECUROTPD=standin, where
 # >>> the stand-in (`vbench serve`) plays securotpd. To measure the real daemon, fill in the
 # >>> three functions below (marked TODO) and nothing else: the phases, checks and report
-# >>> are shared with privacyIDEA. Requirements on the daemon's side:
+# >>> are shared with privacyIDEA. What the rest of the script relies on:
 # >>>   - POST /v1/verify, JSON {"user": "...", "passcode": "..."}, header
 # >>>     "Authorization: Bearer <host credential>", answer JSON with "result": one of
 # >>>     accept | reject | locked | challenge (any HTTP status; the generator reads "result");
@@ -411,25 +411,36 @@ fi
 # >>>     PostgreSQL fsync=on, synchronous_commit=on: the PostgreSQL started here keeps those
 # >>>     defaults);
 # >>>   - the users of $SEEDS (first $SECUROTPD_USERS), each with its TOTP token, and a host
-# >>>     credential whose secret is in $BEARER (one line).
-# >>>   - lockout threshold (deny) ≥ 4: the generator sends at most 3 wrong codes per user.
+# >>>     credential in the file SECUROTPD_BEARER names (one line);
+# >>>   - lockout threshold (deny) ≥ 4: the generator sends at most 3 wrong codes per user;
+# >>>   - no request rate limit: main's securotpd.conf has rate_limit_host = 200 (requests/s per
+# >>>     host credential), which would turn most of the load into 429s and stop the run; the
+# >>>     benchmark is one host, so set rate_limit_host = 0 and say so. rate_limit_user (30/min)
+# >>>     is never reached: a user gets at most one request per 30 s step.
 
 securotpd_available() {
     [ -x "$SECUROTPD_BIN" ] && [ -x "$SECUROTP_CLI" ]
 }
 
-# securotpd_provision BACKEND DIR: users, tokens and the host credential into the daemon's
-# state for BACKEND (sqlite: files under DIR; postgres: the database at $PG_URL).
+# securotpd_provision BACKEND DIR: users, tokens and a host credential into the daemon's store
+# for BACKEND (sqlite: under DIR; postgres: the database at $PG_URL), and SECUROTPD_BEARER set
+# to the file holding the credential.
 securotpd_provision() {
     local backend=$1 dir=$2
+    SECUROTPD_BEARER=$BEARER
     if [ "$SECUROTPD_MODE" = standin ]; then return 0; fi
-    # TODO(lead): bulk provisioning. One `securotp import` process per user works but costs
-    # a process start per user (hours for 400k users); prefer a bulk path, e.g. the admin API
-    # or an import that reads many otpauth URIs:
-    #   grep -v '^#' "$SEEDS" | head -n "$SECUROTPD_USERS" | while IFS=$'\t' read -r user _hex uri; do
-    #       "$SECUROTP_CLI" --state-dir "$dir/state" import "$user" "$uri" >/dev/null
+    # TODO(lead). With main's CLI (as of 8c2b9a1), store options
+    #   sqlite:   store=(--state-dir "$dir/state")
+    #   postgres: store=(--database "$PG_URL" --key-file "$dir/securotp.key")
+    # the host credential:
+    #   "$SECUROTP_CLI" "${store[@]}" host add bench --output "$dir/bearer"; SECUROTPD_BEARER=$dir/bearer
+    # and the tokens, one process per user (works, but a process start each: hours for 400k):
+    #   awk -v n="$SECUROTPD_USERS" '!/^#/ && k++ < n' "$SEEDS" | while IFS=$'\t' read -r user _hex uri; do
+    #       "$SECUROTP_CLI" "${store[@]}" import "$user" "$uri" >/dev/null
     #   done
-    # and register the host credential from "$BEARER".
+    # A bulk path is needed for 400k users: e.g. an admin credential (securotp admin add) and
+    # POST /v1/users/USER/tokens/import {"source": base64(URI)} over keep-alive connections,
+    # or an import command that reads many "user URI" lines.
     die "securotpd_provision ($backend) is not written yet (bench/validator/run.sh, TODO(lead))"
 }
 
@@ -444,16 +455,19 @@ securotpd_start() {
         STARTED_PIDS+=("$SECUROTPD_PID")
         return 0
     fi
-    # TODO(lead): e.g.
-    #   "$SECUROTPD_BIN" --listen 127.0.0.1:$PORT_SECUROTPD --state-dir "$dir/state" \
-    #       [--database "$PG_URL" when backend=postgres] 2>"$dir/securotpd.log" &
+    # TODO(lead). With main's securotpd (as of 8c2b9a1): its own config file, so nothing from
+    # /etc/securotp is read:
+    #   printf 'listen = 127.0.0.1:%s\nrate_limit_host = 0\n' "$PORT_SECUROTPD" >"$dir/securotpd.conf"
+    #   sqlite:   "$SECUROTPD_BIN" --config "$dir/securotpd.conf" --state-dir "$dir/state" 2>"$dir/securotpd.log" &
+    #   postgres: "$SECUROTPD_BIN" --config "$dir/securotpd.conf" --database "$PG_URL" 2>"$dir/securotpd.log" &
+    #             (plus key_file = $dir/securotp.key in the config)
     #   SECUROTPD_PID=$!; STARTED_PIDS+=("$SECUROTPD_PID")
     die "securotpd_start ($backend) is not written yet (bench/validator/run.sh, TODO(lead))"
 }
 
 # securotpd_ready_url: a URL that answers once the daemon is up (any HTTP status).
 securotpd_ready_url() {
-    # TODO(lead): a health endpoint if there is one.
+    # TODO(lead): main's securotpd has GET /v1/health (no credential); the stand-in answers 404.
     echo "http://127.0.0.1:$PORT_SECUROTPD/v1/verify"
 }
 
@@ -513,7 +527,7 @@ if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
         wait_http "$(securotpd_ready_url)" 60 || die "$peer did not answer on 127.0.0.1:$PORT_SECUROTPD"
         url=http://127.0.0.1:$PORT_SECUROTPD/v1/verify
         state=$dir/users.state
-        auth=(-H "Authorization: Bearer $(cat "$BEARER")" -H "Content-Type: application/json")
+        auth=(-H "Authorization: Bearer $(cat "$SECUROTPD_BEARER")" -H "Content-Type: application/json")
         read -r u code < <("$VBENCH" take --seeds "$SEEDS" --users "$SECUROTPD_USERS" --state "$state" --phase valid)
         check_answer "$peer" "valid code for $u" '"result" *: *"accept"' "${auth[@]}" -d "{\"user\":\"$u\",\"passcode\":\"$code\"}" "$url"
         check_answer "$peer" "the same code again (replay)" '"result" *: *"reject"' "${auth[@]}" -d "{\"user\":\"$u\",\"passcode\":\"$code\"}" "$url"
@@ -527,8 +541,8 @@ if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
             postmaster=$(head -n 1 "$PG_DATA/postmaster.pid")
             pids="$pids $postmaster $(pgrep -P "$postmaster" | tr '\n' ' ')"
         fi
-        measure_all "$peer" "$url" securotpd "$SECUROTPD_USERS" "$state" "$pids" --bearer-file "$BEARER"
-        count_syncs "$peer" "$url" securotpd "$SECUROTPD_USERS" "$state" "$pids" --bearer-file "$BEARER"
+        measure_all "$peer" "$url" securotpd "$SECUROTPD_USERS" "$state" "$pids" --bearer-file "$SECUROTPD_BEARER"
+        count_syncs "$peer" "$url" securotpd "$SECUROTPD_USERS" "$state" "$pids" --bearer-file "$SECUROTPD_BEARER"
         stop_pid "$SECUROTPD_PID"
         [ "$backend" = postgres ] && pg_stop
     done
