@@ -530,7 +530,7 @@ struct run {
     /* progress */
     int64_t t0, t_measure, t_stop;
     unsigned long issued, issued_measured, inflight, connects;
-    unsigned long counts[R_COUNT], measured_counts[R_COUNT];
+    unsigned long counts[R_COUNT]; /* every answer, warm-up included */
     unsigned long completed_in_window;
     struct sample *samples;
     size_t nsamples, samples_cap;
@@ -903,7 +903,6 @@ static void finish(struct run *r, struct conn *c, enum result res, const char *d
     r->inflight--;
     r->counts[res]++;
     if (c->measured) {
-        r->measured_counts[res]++;
         if (now >= r->t_measure && now <= r->t_stop)
             r->completed_in_window++;
         if (r->nsamples == r->samples_cap) {
