@@ -902,9 +902,10 @@ static void finish(struct run *r, struct conn *c, enum result res, const char *d
     double lat_us = (double)(now - c->t_due) / 1e3;
     r->inflight--;
     r->counts[res]++;
+    /* throughput: every answer inside the window, whenever its request was sent */
+    if (now >= r->t_measure && now <= r->t_stop)
+        r->completed_in_window++;
     if (c->measured) {
-        if (now >= r->t_measure && now <= r->t_stop)
-            r->completed_in_window++;
         if (r->nsamples == r->samples_cap) {
             r->samples_cap = r->samples_cap ? 2 * r->samples_cap : 65536;
             r->samples = realloc(r->samples, r->samples_cap * sizeof *r->samples);
