@@ -77,6 +77,25 @@ for tool in cc curl python3 awk sha256sum; do
 done
 has_peer() { [[ " $PEERS " == *" $1 "* ]]; }
 
+# Whether securotpd is measured, decided before anything runs so a missing daemon cannot
+# waste the privacyIDEA measurements. TODO(lead): yes once the securotpd section is filled in.
+SECUROTPD_CONNECTED=no
+SECUROTPD_NOTE=""
+case $SECUROTPD_MODE in
+    skip) SECUROTPD_NOTE="VB_SECUROTPD=skip" ;;
+    standin) SECUROTPD_NOTE="dry run: the stand-in played securotpd (VB_SECUROTPD=standin); these are NOT securotpd's numbers" ;;
+    *)
+        if [ ! -x "$SECUROTPD_BIN" ] || [ ! -x "$SECUROTP_CLI" ]; then
+            SECUROTPD_NOTE="pending: securotpd not built ($SECUROTPD_BIN, $SECUROTP_CLI)"
+        elif [ "$SECUROTPD_CONNECTED" != yes ]; then
+            SECUROTPD_NOTE="pending: bench/validator/run.sh does not start securotpd yet (its securotpd section)"
+        fi
+        if [ -n "$SECUROTPD_NOTE" ] && [ "$SECUROTPD_MODE" = require ]; then
+            die "VB_SECUROTPD=require but securotpd is $SECUROTPD_NOTE"
+        fi
+        ;;
+esac
+
 # ---------------------------------------------------------------- processes we start
 
 STARTED_PIDS=()
@@ -402,8 +421,9 @@ fi
 #
 # >>> LEAD: this section is wired end to end and runs today with VB_SECUROTPD=standin, where
 # >>> the stand-in (`vbench serve`) plays securotpd. To measure the real daemon, fill in the
-# >>> three functions below (marked TODO) and nothing else: the phases, checks and report
-# >>> are shared with privacyIDEA. What the rest of the script relies on:
+# >>> three functions below (marked TODO) and set SECUROTPD_CONNECTED=yes at the top; nothing
+# >>> else: the phases, checks and report are shared with privacyIDEA. What the rest of the
+# >>> script relies on:
 # >>>   - POST /v1/verify, JSON {"user": "...", "passcode": "..."}, header
 # >>>     "Authorization: Bearer <host credential>", answer JSON with "result": one of
 # >>>     accept | reject | locked | challenge (any HTTP status; the generator reads "result");
@@ -417,10 +437,6 @@ fi
 # >>>     host credential), which would turn most of the load into 429s and stop the run; the
 # >>>     benchmark is one host, so set rate_limit_host = 0 and say so. rate_limit_user (30/min)
 # >>>     is never reached: a user gets at most one request per 30 s step.
-
-securotpd_available() {
-    [ -x "$SECUROTPD_BIN" ] && [ -x "$SECUROTP_CLI" ]
-}
 
 # securotpd_provision BACKEND DIR: users, tokens and a host credential into the daemon's store
 # for BACKEND (sqlite: under DIR; postgres: the database at $PG_URL), and SECUROTPD_BEARER set
@@ -501,17 +517,6 @@ pg_stop() {
     PG_DATA=""
 }
 
-SECUROTPD_NOTE=""
-case $SECUROTPD_MODE in
-    skip) SECUROTPD_NOTE="VB_SECUROTPD=skip" ;;
-    standin) SECUROTPD_NOTE="dry run: the stand-in played securotpd (VB_SECUROTPD=standin); these are NOT securotpd's numbers" ;;
-    *)
-        if ! securotpd_available; then
-            SECUROTPD_NOTE="pending: securotpd not built ($SECUROTPD_BIN)"
-            [ "$SECUROTPD_MODE" = require ] && die "VB_SECUROTPD=require but $SECUROTPD_NOTE"
-        fi
-        ;;
-esac
 if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
     for backend in sqlite postgres; do
         has_peer "securotpd-$backend" || continue
