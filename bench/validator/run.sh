@@ -313,7 +313,7 @@ fi
 PI_VENV=$OUT/venv-privacyidea-$PI_VERSION
 PI_CACHE=$OUT/privacyidea-instance
 
-# The instance is provisioned once (privacyIDEA needs ~20-60 ms of ORM work per token) and
+# The instance is provisioned once (privacyIDEA needs 20-80 ms of ORM work per token) and
 # copied for every run, so each run starts from the same fresh state.
 pi_prepare() {
     local installed
