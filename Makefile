@@ -10,7 +10,7 @@ PAM_DIR ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH >/dev/null 2>&1 && ech
 BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 MODULE = $(CURDIR)/.build/embedded/pam_securotp.so
 
-.PHONY: all build demo test bench install uninstall clean
+.PHONY: all build demo test bench bench-validator install uninstall clean
 
 all: build
 
@@ -38,6 +38,12 @@ bench:
 	$(MAKE) --no-print-directory build
 	SECUROTP_MODULE="$(MODULE)" bench/pam/run.sh
 
+# securotpd vs privacyIDEA over HTTP on loopback (bench/README.md). privacyIDEA comes from PyPI
+# into a venv under bench/validator/out/; securotpd rows stay pending until it is built.
+bench-validator:
+	scripts/install-deps.sh bench
+	SECUROTPD_BIN="$(BIN)/securotpd" SECUROTP_CLI="$(BIN)/securotp" bench/validator/run.sh
+
 install: build
 	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/securotp \
 	           $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1
@@ -54,4 +60,4 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/share/man/man1/securotp-authenticator.1
 
 clean:
-	rm -rf .build bench/pam/out
+	rm -rf .build bench/pam/out bench/validator/out bench/validator/vbench

@@ -6,7 +6,11 @@ set -euo pipefail
 build=(libpam0g-dev libssl-dev libsqlite3-dev)
 test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip)
 demo=("${build[@]}" oathtool)
-bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath)
+# bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
+# strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs
+# from PyPI, pinned, into its own venv under bench/validator/out/ rather than the system python:
+# it pins its own dependency versions; postgresql for securotpd's PostgreSQL backend).
+bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath curl openssl strace python3-venv postgresql)
 
 case "${1:-build}" in
   build) wanted=("${build[@]}") ;;
