@@ -78,8 +78,8 @@ done
 has_peer() { [[ " $PEERS " == *" $1 "* ]]; }
 
 # Whether securotpd is measured, decided before anything runs so a missing daemon cannot
-# waste the privacyIDEA measurements. TODO(lead): yes once the securotpd section is filled in.
-SECUROTPD_CONNECTED=no
+# waste the privacyIDEA measurements.
+SECUROTPD_CONNECTED=yes
 SECUROTPD_NOTE=""
 case $SECUROTPD_MODE in
     skip) SECUROTPD_NOTE="VB_SECUROTPD=skip" ;;
@@ -417,26 +417,17 @@ if has_peer privacyidea; then
     done
 fi
 
-# ---------------------------------------------------------------- securotpd (to be connected)
+# ---------------------------------------------------------------- securotpd
 #
-# >>> LEAD: this section is wired end to end and runs today with VB_SECUROTPD=standin, where
-# >>> the stand-in (`vbench serve`) plays securotpd. To measure the real daemon, fill in the
-# >>> three functions below (marked TODO) and set SECUROTPD_CONNECTED=yes at the top; nothing
-# >>> else: the phases, checks and report are shared with privacyIDEA. What the rest of the
-# >>> script relies on:
-# >>>   - POST /v1/verify, JSON {"user": "...", "passcode": "..."}, header
-# >>>     "Authorization: Bearer <host credential>", answer JSON with "result": one of
-# >>>     accept | reject | locked | challenge (any HTTP status; the generator reads "result");
-# >>>   - plain HTTP on 127.0.0.1:$PORT_SECUROTPD; durability on (SQLite synchronous=FULL /
-# >>>     PostgreSQL fsync=on, synchronous_commit=on: the PostgreSQL started here keeps those
-# >>>     defaults);
-# >>>   - the users of $SEEDS (first $SECUROTPD_USERS), each with its TOTP token, and a host
-# >>>     credential in the file SECUROTPD_BEARER names (one line);
-# >>>   - lockout threshold (deny) ≥ 4: the generator sends at most 3 wrong codes per user;
-# >>>   - no request rate limit: main's securotpd.conf has rate_limit_host = 200 (requests/s per
-# >>>     host credential), which would turn most of the load into 429s and stop the run; the
-# >>>     benchmark is one host, so set rate_limit_host = 0 and say so. rate_limit_user (30/min)
-# >>>     is never reached: a user gets at most one request per 30 s step.
+# The daemon as securotpd runs in production, on its own configuration file (nothing from
+# /etc/securotp is read): plain HTTP on 127.0.0.1 (TLS is a separate measurement), durability
+# on (SQLite synchronous=FULL; PostgreSQL fsync=on, synchronous_commit=on), default policy
+# (deny = 5 ≥ the generator's 3 wrong codes per user). The one change: rate_limit_host = 0,
+# because the whole load comes from one host credential; rate_limit_user (30/min) is never
+# reached (a user gets at most one request per 30 s step).
+#
+# Provisioning: `securotp import-batch` reads "user URI" lines from the seeds file and imports
+# them several at a time (one process; the store group-commits them).
 
 # securotpd_provision BACKEND DIR: users, tokens and a host credential into the daemon's store
 # for BACKEND (sqlite: under DIR; postgres: the database at $PG_URL), and SECUROTPD_BEARER set
@@ -445,19 +436,17 @@ securotpd_provision() {
     local backend=$1 dir=$2
     SECUROTPD_BEARER=$BEARER
     if [ "$SECUROTPD_MODE" = standin ]; then return 0; fi
-    # TODO(lead). With main's CLI (as of 8c2b9a1), store options
-    #   sqlite:   store=(--state-dir "$dir/state")
-    #   postgres: store=(--database "$PG_URL" --key-file "$dir/securotp.key")
-    # the host credential:
-    #   "$SECUROTP_CLI" "${store[@]}" host add bench --output "$dir/bearer"; SECUROTPD_BEARER=$dir/bearer
-    # and the tokens, one process per user (works, but a process start each: hours for 400k):
-    #   awk -v n="$SECUROTPD_USERS" '!/^#/ && k++ < n' "$SEEDS" | while IFS=$'\t' read -r user _hex uri; do
-    #       "$SECUROTP_CLI" "${store[@]}" import "$user" "$uri" >/dev/null
-    #   done
-    # A bulk path is needed for 400k users: e.g. an admin credential (securotp admin add) and
-    # POST /v1/users/USER/tokens/import {"source": base64(URI)} over keep-alive connections,
-    # or an import command that reads many "user URI" lines.
-    die "securotpd_provision ($backend) is not written yet (bench/validator/run.sh, TODO(lead))"
+    local store=(--state-dir "$dir/state")
+    if [ "$backend" = postgres ]; then
+        # The key file that seals the seeds comes from a local store made for the purpose.
+        "$SECUROTP_CLI" --state-dir "$dir/state" binding-id root >/dev/null || die "cannot create $dir/state"
+        store=(--database "$PG_URL" --key-file "$dir/state/securotp.key")
+    fi
+    "$SECUROTP_CLI" "${store[@]}" host add bench --output "$dir/bearer" >/dev/null || die "securotp host add failed ($backend)"
+    SECUROTPD_BEARER=$dir/bearer
+    awk -F'\t' -v n="$SECUROTPD_USERS" '!/^#/ && k++ < n { print $1 "\t" $3 }' "$SEEDS" >"$dir/users.txt"
+    "$SECUROTP_CLI" "${store[@]}" import-batch "$dir/users.txt" --jobs 32 >"$dir/provision.log" 2>&1 ||
+        die "securotp import-batch failed ($backend): $dir/provision.log"
 }
 
 # securotpd_start BACKEND DIR: start the daemon in the background on 127.0.0.1:$PORT_SECUROTPD,
@@ -471,20 +460,21 @@ securotpd_start() {
         STARTED_PIDS+=("$SECUROTPD_PID")
         return 0
     fi
-    # TODO(lead). With main's securotpd (as of 8c2b9a1): its own config file, so nothing from
-    # /etc/securotp is read:
-    #   printf 'listen = 127.0.0.1:%s\nrate_limit_host = 0\n' "$PORT_SECUROTPD" >"$dir/securotpd.conf"
-    #   sqlite:   "$SECUROTPD_BIN" --config "$dir/securotpd.conf" --state-dir "$dir/state" 2>"$dir/securotpd.log" &
-    #   postgres: "$SECUROTPD_BIN" --config "$dir/securotpd.conf" --database "$PG_URL" 2>"$dir/securotpd.log" &
-    #             (plus key_file = $dir/securotp.key in the config)
-    #   SECUROTPD_PID=$!; STARTED_PIDS+=("$SECUROTPD_PID")
-    die "securotpd_start ($backend) is not written yet (bench/validator/run.sh, TODO(lead))"
+    {
+        printf 'listen = 127.0.0.1:%s\nrate_limit_host = 0\nlog_level = warning\n' "$PORT_SECUROTPD"
+        printf 'key_file = %s\n' "$dir/state/securotp.key"
+        if [ "$backend" = postgres ]; then printf 'database = %s\n' "$PG_URL"; else printf 'state_dir = %s\n' "$dir/state"; fi
+    } >"$dir/securotpd.conf"
+    chmod 600 "$dir/securotpd.conf"
+    "$SECUROTPD_BIN" --config "$dir/securotpd.conf" 2>"$dir/securotpd.log" &
+    SECUROTPD_PID=$!
+    STARTED_PIDS+=("$SECUROTPD_PID")
 }
 
 # securotpd_ready_url: a URL that answers once the daemon is up (any HTTP status).
 securotpd_ready_url() {
-    # TODO(lead): main's securotpd has GET /v1/health (no credential); the stand-in answers 404.
-    echo "http://127.0.0.1:$PORT_SECUROTPD/v1/verify"
+    if [ "$SECUROTPD_MODE" = standin ]; then echo "http://127.0.0.1:$PORT_SECUROTPD/v1/verify"; return; fi
+    echo "http://127.0.0.1:$PORT_SECUROTPD/v1/health"
 }
 
 # PostgreSQL for the securotpd-postgres row: a private cluster in $RUN/pg (user postgres),
