@@ -103,7 +103,8 @@ extension PostgresTokenService {
     public func deleteToken(user: String, serial: String, caller: Caller) async throws(ServiceError) {
         let user = try RequestRules.user(user)
         try await change(user: user, serial: serial, action: "delete", caller: caller) { connection in
-            try await connection.query("DELETE FROM tokens WHERE \"user\" = \(user) AND serial = \(serial) RETURNING 1", logger: self.logger)
+            try await connection.query("DELETE FROM offline_grants WHERE \"user\" = \(user) AND serial = \(serial)", logger: self.logger)
+            return try await connection.query("DELETE FROM tokens WHERE \"user\" = \(user) AND serial = \(serial) RETURNING 1", logger: self.logger)
         }
     }
 

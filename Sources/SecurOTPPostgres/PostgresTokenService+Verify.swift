@@ -25,18 +25,54 @@ extension PostgresTokenService {
             let now = Self.now()
             let key = try await self.lockUser(user, connection)
             var snapshot = VerifySnapshot(failures: try await self.failures(key ?? user, connection))
-            if input.withUnsafeBufferPointer({ VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }) {
+            let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
+            if recovery {
                 snapshot.recoveryCodes = try await self.unusedRecoveryCodes(user: user, connection)
             } else {
                 snapshot.tokens = try await self.activeTokens(user: user, connection)
             }
-            let decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                try self.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                       failureKey: key, challenge: request.challenge)
+            var offline: OfflineCodes?
+            var reservations: [OfflineReservation] = []
+            if caller.kind == .host, caller.offlineCodes > 0, !recovery {
+                try await self.withdraw(host: caller.name, user: user, usage: request.offlineUsed ?? [], connection)
+                reservations = try await self.reservations(host: caller.name, user: user, connection)
             }
-            try await self.apply(decision.writes, connection)
-            let (response, pending) = try Dialogue.respond(to: decision.result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
+            let reserved = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                try OfflinePlan.reserved(self.engine, snapshot, reservations: reservations, input: bytes, codeAtEnd: codeAtEnd,
+                                         failureKey: key ?? user, now: now)
+            }
+            let decision: VerificationEngine.Decision<VerifyResult>
+            var acceptedAt: Int64?
+            if let reserved {
+                decision = .init(result: reserved.result, writes: reserved.writes)
+                try await self.apply(decision.writes, connection)
+                let previous = reservations.first { $0.serial == reserved.consumed.serial }
+                try await self.consume(host: caller.name, reserved.consumed, expectedFirst: previous?.first ?? 0, connection)
+                acceptedAt = reserved.consumed.first - 1
+            } else {
+                decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                    try self.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
+                                           failureKey: key, challenge: request.challenge)
+                }
+                try await self.apply(decision.writes, connection)
+                if case .accepted(let serial, _) = decision.result.outcome {
+                    acceptedAt = OfflinePlan.acceptedPosition(serial: serial, in: decision.writes)
+                }
+            }
+            if caller.kind == .host, caller.offlineCodes > 0, case .accepted(let serial, _) = decision.result.outcome, let acceptedAt,
+               let token = snapshot.tokens.first(where: { $0.record.serial == serial }) {
+                let counterNow = max(Int64(bitPattern: token.record.parameters.counter), acceptedAt + 1)
+                if let refill = try OfflinePlan.refill(self.engine, token: token, acceptedAt: acceptedAt, counterNow: counterNow,
+                                                       previous: reservations.first { $0.serial == serial }, count: caller.offlineCodes,
+                                                       pepper: caller.credentialHash, now: now) {
+                    try await self.save(host: caller.name, user: user, refill.reservation, connection)
+                    if let write = refill.counterWrite { try await self.apply([write], connection) }
+                    offline = refill.codes
+                }
+            }
+            var (response, pending) = try Dialogue.respond(to: decision.result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
             if let pending { try await self.insert(pending, connection) }
+            response.offline = offline.map { [$0] }
             try await self.append(Self.entry(caller, "verify", user: user, serial: response.serial ?? "", result: response.result.rawValue,
                                              detail: response.reason ?? "", now: now), connection)
             return response
@@ -107,6 +143,44 @@ extension PostgresTokenService {
         }
         try await lock(Store.unresolvedUsersKey, connection)
         return Store.unresolvedUsersKey
+    }
+
+    // MARK: offline reservations
+
+    func reservations(host: String, user: String, _ connection: PostgresConnection) async throws -> [OfflineReservation] {
+        var reservations: [OfflineReservation] = []
+        for try await (serial, first, last) in try await connection.query(
+            "SELECT serial, first, last FROM offline_grants WHERE host = \(host) AND \"user\" = \(user) ORDER BY serial", logger: logger
+        ).decode((String, Int64, Int64).self) {
+            reservations.append(OfflineReservation(serial: serial, first: first, last: last))
+        }
+        return reservations
+    }
+
+    func withdraw(host: String, user: String, usage: [OfflineUsage], _ connection: PostgresConnection) async throws {
+        for used in usage {
+            try await connection.query("""
+                UPDATE offline_grants SET first = \(used.nextUnused)
+                WHERE host = \(host) AND "user" = \(user) AND serial = \(used.serial) AND first < \(used.nextUnused)
+                """, logger: logger)
+        }
+    }
+
+    func consume(host: String, _ consumed: OfflineReservation, expectedFirst: Int64, _ connection: PostgresConnection) async throws {
+        var changed = 0
+        for try await _ in try await connection.query("""
+            UPDATE offline_grants SET first = \(consumed.first) WHERE host = \(host) AND serial = \(consumed.serial) AND first = \(expectedFirst)
+            RETURNING 1
+            """, logger: logger) { changed += 1 }
+        guard changed == 1 else { throw StoreError(.database, "offline codes of token \(consumed.serial) changed during verification; try again") }
+    }
+
+    func save(host: String, user: String, _ reservation: OfflineReservation, _ connection: PostgresConnection) async throws {
+        try await connection.query("""
+            INSERT INTO offline_grants (host, serial, "user", first, last)
+            VALUES (\(host), \(reservation.serial), \(user), \(reservation.first), \(reservation.last))
+            ON CONFLICT (host, serial) DO UPDATE SET "user" = EXCLUDED."user", first = EXCLUDED.first, last = EXCLUDED.last
+            """, logger: logger)
     }
 
     // MARK: challenges

@@ -65,7 +65,7 @@ extension Store {
     // MARK: snapshot
 
     /// The user's active tokens in the engine's order, with sealed seeds and PIN hashes.
-    func activeTokens(user: String) throws(StoreError) -> [TokenSnapshot] {
+    public func activeTokens(user: String) throws(StoreError) -> [TokenSnapshot] {
         let statement = try db.prepare("""
             SELECT \(Self.tokenColumns), sealed_seed, pin_hash FROM tokens
             WHERE user = ? AND state = 'active' ORDER BY created, serial

@@ -4,7 +4,7 @@ extension Store {
     /// Applies the engine's writes inside the caller's transaction, each as the conditional
     /// update StateWrite describes; the first that changes no row throws its conflict, and
     /// the transaction rolls back.
-    func apply(_ writes: [StateWrite]) throws(StoreError) {
+    public func apply(_ writes: [StateWrite]) throws(StoreError) {
         for write in writes { try apply(write) }
     }
 

@@ -10,7 +10,7 @@ public final class Store {
     let db: SQLiteDatabase
     let keys: KeyFile
     /// Decides every verification; this store reads its snapshots and applies its writes.
-    let engine: VerificationEngine
+    public let engine: VerificationEngine
 
     init(paths: StorePaths, identity: StoreIdentity, db: SQLiteDatabase, keys: KeyFile) {
         self.paths = paths

@@ -79,6 +79,6 @@ public enum AccessRules {
     public static func caller(for record: CredentialRecord, presented: Credential, address: String) -> Caller? {
         guard record.kind == presented.kind, record.revoked == 0, presented.matches(storedHash: record.secretHash) else { return nil }
         return Caller(kind: record.kind == .host ? .host : .admin, name: record.name, address: address, users: record.users,
-                      groups: record.groups, offlineCodes: record.offlineCodes)
+                      groups: record.groups, offlineCodes: record.offlineCodes, credentialHash: record.secretHash)
     }
 }

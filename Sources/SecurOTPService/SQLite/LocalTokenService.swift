@@ -62,12 +62,22 @@ public final class LocalTokenService: TokenService {
             let now = Self.now()
             let response = try Self.storeCall { () throws(StoreError) -> VerifyResponse in
                 let key = try Self.failureKey(store, user: user)
-                let result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                    try store.verify(user: user, input: bytes, codeAtEnd: request.codeAtEnd ?? false, policy: policy, now: now,
-                                     failureKey: key, challenge: request.challenge)
+                let codeAtEnd = request.codeAtEnd ?? false
+                let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
+                let result: VerifyResult
+                var offline: OfflineCodes?
+                if caller.kind == .host, caller.offlineCodes > 0, !recovery {
+                    (result, offline) = try Self.verifyOffering(store, tables, request, input: input, caller: caller, failureKey: key,
+                                                                policy: policy, now: now)
+                } else {
+                    result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                        try store.verify(user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
+                                         failureKey: key, challenge: request.challenge)
+                    }
                 }
-                let (response, pending) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
+                var (response, pending) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
                 if let pending { try tables.insert(pending) }
+                response.offline = offline.map { [$0] }
                 return response
             }
             try Self.storeCall { () throws(StoreError) in
@@ -116,6 +126,52 @@ public final class LocalTokenService: TokenService {
             }
             return response
         }
+    }
+
+    /// Verification for a host that holds offline codes: what it used offline is withdrawn
+    /// first, its reserved codes count as its own, and an accepted HOTP login refills its codes.
+    private static func verifyOffering(_ store: Store, _ tables: AccessTables, _ request: VerifyRequest, input: [UInt8], caller: Caller,
+                                       failureKey: String?, policy: VerifyPolicy, now: Int64) throws(StoreError) -> (VerifyResult, OfflineCodes?) {
+        let user = request.user
+        try tables.withdraw(host: caller.name, user: user, usage: request.offlineUsed ?? [])
+        let reservations = try tables.reservations(host: caller.name, user: user)
+        let snapshot = VerifySnapshot(failures: try store.userState(failureKey ?? user), tokens: try store.activeTokens(user: user))
+        let codeAtEnd = request.codeAtEnd ?? false
+        let result: VerifyResult
+        let acceptedAt: Int64?
+        if let reserved = try input.withUnsafeBufferPointer({ (bytes) throws(StoreError) in
+            try OfflinePlan.reserved(store.engine, snapshot, reservations: reservations, input: bytes, codeAtEnd: codeAtEnd,
+                                     failureKey: failureKey ?? user, now: now)
+        }) {
+            try store.apply(reserved.writes)
+            let previous = reservations.first { $0.serial == reserved.consumed.serial }
+            try tables.consume(host: caller.name, reserved.consumed, expectedFirst: previous?.first ?? 0)
+            result = reserved.result
+            acceptedAt = reserved.consumed.first - 1
+        } else {
+            let decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                try store.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
+                                        failureKey: failureKey, challenge: request.challenge)
+            }
+            try store.apply(decision.writes)
+            result = decision.result
+            if case .accepted(let serial, _) = result.outcome {
+                acceptedAt = OfflinePlan.acceptedPosition(serial: serial, in: decision.writes)
+            } else {
+                acceptedAt = nil
+            }
+        }
+        guard case .accepted(let serial, _) = result.outcome, let acceptedAt,
+              let token = snapshot.tokens.first(where: { $0.record.serial == serial }) else { return (result, nil) }
+        // The counter now: after an engine acceptance it follows the accepted code; a reserved
+        // code leaves it where it was.
+        let counterNow = max(Int64(bitPattern: token.record.parameters.counter), acceptedAt + 1)
+        guard let refill = try OfflinePlan.refill(store.engine, token: token, acceptedAt: acceptedAt, counterNow: counterNow,
+                                                  previous: reservations.first { $0.serial == serial }, count: caller.offlineCodes,
+                                                  pepper: caller.credentialHash, now: now) else { return (result, nil) }
+        try tables.save(host: caller.name, user: user, refill.reservation)
+        if let write = refill.counterWrite { try store.apply([write]) }
+        return (result, refill.codes)
     }
 
     /// Failures are counted on the user's own row when the store knows the user; names it
@@ -174,6 +230,7 @@ public final class LocalTokenService: TokenService {
     public func deleteToken(user: String, serial: String, caller: Caller) async throws(ServiceError) {
         try await change(user: user, serial: serial, action: "delete", caller: caller) { (store) throws(StoreError) in
             try store.delete(user: user, serial: serial)
+            try AccessTables(db: store.database).dropReservations(user: user, serial: serial)
         }
     }
 
@@ -181,6 +238,7 @@ public final class LocalTokenService: TokenService {
         let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let removed = try store.reset(user: user)
+            try tables.dropReservations(user: user)
             try tables.append(Self.entry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", now: Self.now()))
             return ResetResponse(removed: removed)
         }

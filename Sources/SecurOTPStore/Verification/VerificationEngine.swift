@@ -43,6 +43,11 @@ public struct VerificationEngine {
     public struct Decision<Result> {
         public let result: Result
         public let writes: [StateWrite]
+
+        public init(result: Result, writes: [StateWrite]) {
+            self.result = result
+            self.writes = writes
+        }
     }
 
     /// Whether `verify` treats `input` as a recovery code. If so it reads only the snapshot's
