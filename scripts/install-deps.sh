@@ -3,8 +3,11 @@
 # missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench
 set -euo pipefail
 
-build=(libpam0g-dev libssl-dev libsqlite3-dev)
-test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip)
+# libcurl4-openssl-dev: headers only (the module and CLI dlopen libcurl.so.4 when they ask a validator).
+build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev)
+# postgresql: the validator's PostgreSQL tests (scripts/postgres-test.sh starts it); openssl:
+# test certificates; curl: racing requests at validator nodes.
+test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml postgresql postgresql-client openssl curl)
 demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs

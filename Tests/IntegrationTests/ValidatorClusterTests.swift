@@ -99,7 +99,7 @@ struct ValidatorClusterTests {
         let url = TestPostgres.url(database: database)
         // The key file every node shares comes from a local store made for the purpose.
         #expect(try sandbox.cli(["--state-dir", sandbox.state, "binding-id", "root"]).status == 0)
-        let store = ["--database", url, "--key-file", sandbox.state + "/securotp.key"]
+        let store = ["--database", url, "--store-key", sandbox.state + "/securotp.key"]
         let users = try Self.enrollUsers(sandbox, count: 12, store: store)
         let credential = try Self.hostCredential(sandbox, store: store)
 

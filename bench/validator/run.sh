@@ -440,7 +440,7 @@ securotpd_provision() {
     if [ "$backend" = postgres ]; then
         # The key file that seals the seeds comes from a local store made for the purpose.
         "$SECUROTP_CLI" --state-dir "$dir/state" binding-id root >/dev/null || die "cannot create $dir/state"
-        store=(--database "$PG_URL" --key-file "$dir/state/securotp.key")
+        store=(--database "$PG_URL" --store-key "$dir/state/securotp.key")
     fi
     "$SECUROTP_CLI" "${store[@]}" host add bench --output "$dir/bearer" >/dev/null || die "securotp host add failed ($backend)"
     SECUROTPD_BEARER=$dir/bearer

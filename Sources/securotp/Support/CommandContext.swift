@@ -50,9 +50,9 @@ struct CommandContext {
             guard config.hasPrefix("/") else { throw CLIError.usage("--config must be an absolute path (got \(config))") }
             settings.paths.config = config
         }
-        if let keyFile = options.keyFile {
-            guard keyFile.hasPrefix("/") else { throw CLIError.usage("--key-file must be an absolute path (got \(keyFile))") }
-            settings.paths.keyFile = keyFile
+        if let storeKey = options.storeKey {
+            guard storeKey.hasPrefix("/") else { throw CLIError.usage("--store-key must be an absolute path (got \(storeKey))") }
+            settings.paths.keyFile = storeKey
         }
         try settings.load(configRequired: options.config != nil)
         self.settings = settings

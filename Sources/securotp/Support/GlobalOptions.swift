@@ -32,15 +32,15 @@ struct GlobalOptions: ParsableArguments {
     var clientKey: String?
 
     @Option(name: .customLong("database"), help: ArgumentHelp(
-        "Use the validator's PostgreSQL database directly: postgres://USER:PASSWORD@HOST/DB (with --key-file).", valueName: "URL"))
+        "Use the validator's PostgreSQL database directly: postgres://USER:PASSWORD@HOST/DB (with --store-key).", valueName: "URL"))
     var database: String?
 
-    @Option(name: .customLong("key-file"), help: ArgumentHelp(
-        "The validator's key file, with --database (default /etc/securotp/securotp.key).", valueName: "FILE"))
-    var keyFile: String?
+    @Option(name: .customLong("store-key"), help: ArgumentHelp(
+        "The key file that seals the store's seeds, with --database (default /etc/securotp/securotp.key).", valueName: "FILE"))
+    var storeKey: String?
 
     /// Options that take a value, as `hoistingGlobalOptions` must know them.
-    static let namesWithValue: Set<String> = ["--state-dir", "--config", "--server", "--credential", "--ca-file", "--client-cert", "--client-key", "--database", "--key-file"]
+    static let namesWithValue: Set<String> = ["--state-dir", "--config", "--server", "--credential", "--ca-file", "--client-cert", "--client-key", "--database", "--store-key"]
 }
 
 /// `--format text|json` for commands with machine-readable output.

@@ -5,7 +5,7 @@ import SecurOTPStore
 
 /// Services the CLI can open besides the local store and a remote validator.
 enum ServiceDirectory {
-    /// The validator's PostgreSQL database, with its key file (--key-file or the default).
+    /// The validator's PostgreSQL database, with its key file (--store-key or the default).
     static func postgres(url: String, settings: Settings) async throws -> any TokenService {
         var logger = Logger(label: "securotp")
         logger.logLevel = .critical
