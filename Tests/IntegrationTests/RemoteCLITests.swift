@@ -1,0 +1,63 @@
+import Foundation
+import Testing
+
+/// `securotp --server`: the same commands, output and exit codes as against the local store.
+/// The validator runs on a state directory the local CLI reads too (SQLite allows both), so
+/// both views of one store can be compared line by line.
+@Suite("securotp --server against a real securotpd")
+struct RemoteCLITests {
+    @Test("Remote and local runs of the same commands print the same and exit the same")
+    func sameOutput() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.cli(["--state-dir", sandbox.state, "binding-id", "root"]).status == 0)
+        let adminFile = sandbox.root + "/admin.cred"
+        #expect(try sandbox.cli(["--state-dir", sandbox.state, "admin", "add", "ops", "--output", adminFile]).status == 0)
+        let node = try ValidatorClusterTests.Node(["--state-dir", sandbox.state], environment: [:])
+        defer { _ = try? node.stop() }
+        let local = ["--state-dir", sandbox.state]
+        let remote = ["--server", node.url, "--credential", adminFile]
+
+        let enrolled = try sandbox.cli(remote + ["enroll", "alice", "--hotp", "--format", "json"])
+        #expect(enrolled.status == 0, "\(enrolled)")
+        let enrollment = try JSONDecoder().decode(Enrollment.self, from: Data(enrolled.stdout.utf8))
+        #expect(try sandbox.cli(remote + ["nickname", "alice", enrollment.serial, "desk"]).status == 0)
+        let codes = try sandbox.cli(remote + ["recovery-codes", "alice", "--count", "2"])
+        #expect(codes.status == 0 && codes.lines.count == 3, "\(codes)")
+        let resynced = try sandbox.cli(remote + ["resync", "alice", enrollment.serial,
+                                                 try Oath.hotp(enrollment.secret, counter: 30), try Oath.hotp(enrollment.secret, counter: 31)])
+        #expect(resynced.stdout.contains("next counter 32"), "\(resynced)")
+
+        for command in [["list"], ["list", "alice", "--format", "json"], ["binding-id", "alice"], ["audit", "alice", "--format", "json"]] {
+            let mine = try sandbox.cli(local + command), theirs = try sandbox.cli(remote + command)
+            #expect(mine.status == 0 && theirs.status == 0, "\(mine)\n\(theirs)")
+            #expect(mine.stdout == theirs.stdout, "\(command): local and remote output differ\n\(mine)\n\(theirs)")
+        }
+        for (command, status) in [(["delete", "alice", "0000000000"], Int32(67)), (["nickname", "alice", enrollment.serial, String(repeating: "n", count: 40)], 65),
+                                  (["enroll", "bad:name"], 65)] {
+            let mine = try sandbox.cli(local + command), theirs = try sandbox.cli(remote + command)
+            #expect(mine.status == status && theirs.status == status, "\(command): \(mine)\n\(theirs)")
+            #expect(mine.stderr == theirs.stderr, "\(command): the messages differ\n\(mine.stderr)\(theirs.stderr)")
+        }
+        // A host credential cannot manage tokens; a wrong one cannot do anything.
+        let hostFile = sandbox.root + "/host.cred"
+        #expect(try sandbox.cli(local + ["host", "add", "web1", "--output", hostFile]).status == 0)
+        let asHost = try sandbox.cli(["--server", node.url, "--credential", hostFile, "list"])
+        #expect(asHost.status == 77 && asHost.stderrLines.count == 1, "\(asHost)")
+        #expect(try sandbox.cli(local + ["admin", "revoke", "ops"]).status == 0)
+        let revoked = try sandbox.cli(remote + ["list"])
+        #expect(revoked.status == 77 && revoked.stderr.contains("revoked"), "\(revoked)")
+    }
+
+    @Test("securotpd --check-config: a summary and 0 for a good configuration, 78 naming file:line for a bad one")
+    func checkConfig() throws {
+        let sandbox = try Sandbox()
+        let good = try Run.run(try Binaries.path("securotpd"), ["--state-dir", sandbox.state, "--check-config"])
+        #expect(good.status == 0 && good.stdout.contains("configuration is valid") && good.stdout.contains("sqlite"), "\(good)")
+        let config = sandbox.root + "/securotpd.conf"
+        try sandbox.write("listen = 127.0.0.1:8443\nrate_limit_host = lots\n", to: config, mode: 0o600)
+        let bad = try Run.run(try Binaries.path("securotpd"), ["--config", config, "--state-dir", sandbox.state, "--check-config"])
+        #expect(bad.status == 78 && bad.stderr.contains("securotpd.conf:2: rate_limit_host"), "\(bad)")
+        let open = try Run.run(try Binaries.path("securotpd"), ["--listen", "0.0.0.0:8443", "--state-dir", sandbox.state, "--check-config"])
+        #expect(open.status == 78 && open.stderr.contains("plain HTTP"), "\(open)")
+    }
+}
