@@ -14,8 +14,9 @@ clang=$(dirname "$swiftc")/clang
 
 # C targets: their include/ directories hold the module maps Swift imports.
 includes=()
-for c in CPAM COpenSSL CSQLite CPosix; do includes+=(-I "Sources/$c/include"); done
-for c in CPAM COpenSSL CSQLite; do
+for c in CPAM COpenSSL CSQLite CPosix CHTTP; do includes+=(-I "Sources/$c/include"); done
+# CHTTP needs libcurl's headers only: libcurl itself is dlopen'd on first use (remote mode).
+for c in CPAM COpenSSL CSQLite CHTTP; do
   "$clang" -c -O2 -fPIC -fvisibility=hidden -I "Sources/$c/include" Sources/$c/*.c -o "$out/$c.o"
 done
 
@@ -25,11 +26,13 @@ swift_flags=(
   -Xfrontend -disable-implicit-string-processing-module-import
   -Xcc -fPIC -I "$out" "${includes[@]}"
 )
-# One module per target, in dependency order, as SwiftPM would.
+# One module per target, in dependency order, as SwiftPM would (sources in subfolders too).
 build_module() {
   local name=$1 dir=$2
+  local sources
+  mapfile -t sources < <(find "$dir" -name '*.swift' | sort)
   "$swiftc" "${swift_flags[@]}" -module-name "$name" -emit-module -emit-module-path "$out/$name.swiftmodule" \
-    -emit-object -o "$out/$name.o" "$dir"/*.swift
+    -emit-object -o "$out/$name.o" "${sources[@]}"
 }
 build_module SecurOTPCore Sources/SecurOTPCore
 build_module SecurOTPSecurID Sources/SecurOTPSecurID
@@ -44,7 +47,7 @@ libs=(-lcrypto -lsqlite3)
 unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
 "$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \
   "$out"/PAMModule.o "$out"/SecurOTPAuth.o "$out"/SecurOTPStore.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
-  "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o \
+  "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o "$out"/CHTTP.o \
   "$unicode" "${libs[@]}" -lpam -lm \
   -Wl,--version-script=pam/pam_securotp/exports.map -Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro \
   -Wl,-z,defs -Wl,--gc-sections -Wl,--as-needed
