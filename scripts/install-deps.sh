@@ -3,8 +3,10 @@
 # missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench
 set -euo pipefail
 
-build=(libpam0g-dev libssl-dev libsqlite3-dev)
-test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip)
+# libcurl4-openssl-dev: CHTTP's headers (libcurl itself is dlopen'd at run time: libcurl4).
+build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4)
+# openssl: the remote-mode tests make their CA and certificates with it at test time.
+test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip openssl)
 demo=("${build[@]}" oathtool)
 bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath)
 
