@@ -28,6 +28,15 @@ import Testing
         }
     }
 
+    static func hasNumberWithoutValue(_ value: JSONValue) -> Bool {
+        switch value {
+        case .number(let number): number == nil
+        case .array(let items): items.contains(where: hasNumberWithoutValue)
+        case .object(let members): members.contains { hasNumberWithoutValue($0.value) }
+        default: false
+        }
+    }
+
     static let documents = [
         #"{"result":"challenge","serial":"100001","challenge":{"id":"0f3c","kind":"new_pin","prompt":"Enter a new PIN (4 to 8 digits): ","confirm_prompt":"Enter the new PIN again: ","expires_in":180},"failures":0}"#,
         #"{"has_tokens":true,"code_digits":[6,8],"ocra_suite":"OCRA-1:HOTP-SHA1-6:QN08"}"#,
@@ -106,8 +115,13 @@ import Testing
             }
             guard let ours = JSONReader.parse(bytes) else { continue }
             accepted += 1
-            let theirs = try? JSONSerialization.jsonObject(with: Data(bytes), options: .fragmentsAllowed) as? NSObject
-            #expect(theirs != nil && Self.foundation(ours).map { $0 == theirs } ?? true, "accepted \(String(decoding: bytes, as: UTF8.self).debugDescription)")
+            let text = String(decoding: bytes, as: UTF8.self).debugDescription
+            guard let theirs = try? JSONSerialization.jsonObject(with: Data(bytes), options: .fragmentsAllowed) as? NSObject else {
+                // Foundation refuses numbers beyond Double's range ("1e99999"); they are JSON.
+                #expect(Self.hasNumberWithoutValue(ours), "accepted \(text), which Foundation refuses")
+                continue
+            }
+            #expect(Self.foundation(ours).map { $0 == theirs } ?? true, "accepted \(text) with another value")
         }
         #expect(accepted > 100, "the mutations should leave some documents valid")
     }
@@ -131,8 +145,8 @@ import Testing
         let tricky = "q\"b\\s/ t\tn\nr\rb\u{8}f\u{c}c\u{1}\u{1f}é中😀\u{7f}"
         let body = Self.text([(key: "user", value: .text(tricky)), (key: "k\"ey", value: .bool(false))])
         let parsed = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-        #expect(parsed?["user"] as? String == tricky, body)
-        #expect(parsed?["k\"ey"] as? Bool == false, body)
+        #expect(parsed?["user"] as? String == tricky, "\(body)")
+        #expect(parsed?["k\"ey"] as? Bool == false, "\(body)")
         #expect(JSONReader.parse(Array(body.utf8))?["user"]?.string == tricky, "our reader reads our writer")
         #expect(!body.utf8.contains { $0 < 0x20 }, "no raw control characters: \(body)")
     }
@@ -141,7 +155,7 @@ import Testing
         let bytes: [UInt8] = [0x31, 0xff, 0x32, 0xc3, 0x33, 0xed, 0xa0, 0x80, 0xe2, 0x82, 0xac]
         let body = bytes.withUnsafeBufferPointer { Self.text([(key: "passcode", value: .secret($0))]) }
         let parsed = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
-        #expect(parsed?["passcode"] as? String == "1\u{fffd}2\u{fffd}3\u{fffd}\u{fffd}\u{fffd}€", body)
+        #expect(parsed?["passcode"] as? String == "1\u{fffd}2\u{fffd}3\u{fffd}\u{fffd}\u{fffd}€", "\(body)")
     }
 
     @Test func randomSecretsAlwaysMakeValidJSON() throws {
