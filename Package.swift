@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
     ],
     targets: [
         // C shims: real Linux-PAM / OpenSSL / SQLite headers, non-variadic wrappers.
@@ -60,6 +61,11 @@ let package = Package(
         // Everything a caller can ask of securotp (TokenService) and the /v1 API's JSON shapes,
         // with the SQLite implementation (LocalTokenService). CLI and daemon only.
         .target(name: "SecurOTPService", dependencies: ["SecurOTPStore", "SecurOTPImport", "SecurOTPCore", "CHTTP"]),
+        // The TokenService of a PostgreSQL database several securotpd nodes share (postgres-nio).
+        .target(name: "SecurOTPPostgres", dependencies: [
+            "SecurOTPService", "SecurOTPStore", "SecurOTPCore",
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+        ]),
         // The validator's HTTP application (Hummingbird): routes, authentication, rate limits,
         // metrics, configuration. `buildApplication` serves securotpd and the tests alike.
         .target(name: "SecurOTPServer", dependencies: [
@@ -69,7 +75,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .executableTarget(name: "securotpd", dependencies: [
-            "SecurOTPServer", "SecurOTPService",
+            "SecurOTPServer", "SecurOTPService", "SecurOTPPostgres",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 
@@ -102,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR", "SecurOTPService",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -129,6 +135,10 @@ let package = Package(
         .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["SecurOTPCore"]),
+        .testTarget(name: "SecurOTPServerTests", dependencies: [
+            "SecurOTPServer", "SecurOTPService", "SecurOTPPostgres", "SecurOTPStore", "SecurOTPCore",
+            .product(name: "HummingbirdTesting", package: "hummingbird"),
+        ]),
         .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPSecurID", "SecurOTPStore", "SecurOTPCore"]),
     ]
 )

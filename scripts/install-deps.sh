@@ -3,12 +3,18 @@
 # missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench
 set -euo pipefail
 
-# libcurl4-openssl-dev: CHTTP's headers (libcurl itself is dlopen'd at run time: libcurl4).
+# libcurl4-openssl-dev: headers only; libcurl4: the library the module and CLI dlopen
+# (libcurl.so.4) when they ask a validator.
 build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4)
-# openssl: the remote-mode tests make their CA and certificates with it at test time.
-test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip openssl)
+# postgresql: the validator's PostgreSQL tests (scripts/postgres-test.sh starts it); openssl:
+# test certificates; curl: racing requests at validator nodes.
+test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml postgresql postgresql-client openssl curl)
 demo=("${build[@]}" oathtool)
-bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath)
+# bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
+# strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs
+# from PyPI, pinned, into its own venv under bench/validator/out/ rather than the system python:
+# it pins its own dependency versions; postgresql for securotpd's PostgreSQL backend).
+bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath curl openssl strace python3-venv postgresql)
 
 case "${1:-build}" in
   build) wanted=("${build[@]}") ;;

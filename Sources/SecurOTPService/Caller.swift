@@ -18,8 +18,13 @@ public struct Caller: Sendable, Equatable {
     public var groups: [String]
     /// Hosts: how many future HOTP codes per token they may cache for offline use.
     public var offlineCodes: Int
+    /// Hosts: the stored hash of their credential, which keys the offline codes' hashes to
+    /// them (the host computes it from its credential file; a cache file alone is useless).
+    public var credentialHash: [UInt8]
 
-    public init(kind: Kind, name: String, address: String, users: [String] = [], groups: [String] = [], offlineCodes: Int = 0) {
+    public init(kind: Kind, name: String, address: String, users: [String] = [], groups: [String] = [], offlineCodes: Int = 0,
+                credentialHash: [UInt8] = []) {
+        self.credentialHash = credentialHash
         self.kind = kind
         self.name = name
         self.address = address

@@ -31,7 +31,8 @@ public struct NewToken {
         self.source = source
     }
 
-    var problem: String? {
+    /// What is wrong with this token's parameters or secret, if anything.
+    public var problem: String? {
         switch kind {
         case .totp, .hotp:
             if seed.count < 10 || seed.count > 128 { return "token secret must be 10–128 bytes (got \(seed.count))" }
@@ -52,5 +53,31 @@ public struct NewToken {
             if parameters.period != 30 && parameters.period != 60 { return "SecurID interval must be 30 or 60 s (got \(parameters.period))" }
             return nil
         }
+    }
+}
+
+extension NewToken {
+    /// Everything about new tokens for `user` that needs no store: the user name, each
+    /// nickname, parameters and secret, and expiry. Serials are checked when they are taken.
+    public static func check(_ tokens: [NewToken], user: String, now: Int64) throws(StoreError) {
+        try InputRules.validate(user: user)
+        for token in tokens {
+            try InputRules.validate(nickname: token.nickname)
+            if let problem = token.problem { throw StoreError(.invalidInput, problem) }
+            if token.expires > 0, token.expires <= now {
+                throw StoreError(.invalidInput, "token \(token.serial ?? "") expired on \(token.expires) (Unix time); ask its issuer for a new one")
+            }
+        }
+    }
+
+    /// The record of this token once stored under `serial` for `user`: active, never used.
+    public func record(serial: String, user: String, created: Int64) -> TokenRecord {
+        var record = TokenRecord(serial: serial, user: user, kind: kind, parameters: parameters, lastStep: -1,
+                                 nickname: nickname, issuer: issuer, state: "active", created: created, lastUsed: 0)
+        record.pinMode = pinMode
+        record.expires = expires
+        record.source = source
+        record.suite = suite
+        return record
     }
 }

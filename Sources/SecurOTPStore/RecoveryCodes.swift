@@ -21,6 +21,23 @@ public enum RecoveryCodes {
 
     static func lowercased(_ byte: UInt8) -> UInt8 { (65...90).contains(byte) ? byte + 32 : byte }
 
+    /// The row name of a (lowercased) code: its first group.
+    static func id(of code: [UInt8]) -> String { String(decoding: code.prefix(4), as: UTF8.self) }
+
+    /// `count` new codes with distinct ids, each with its slow hash (the only thing to store).
+    public static func generate(count: Int) throws(StoreError) -> [NewRecoveryCode] {
+        guard countRange.contains(count) else { throw StoreError(.invalidInput, "--count must be 1–20 (got \(count))") }
+        var codes: [NewRecoveryCode] = []
+        while codes.count < count {
+            guard let code = random() else { throw StoreError(.system, "no randomness available") }
+            let id = id(of: code)
+            guard !codes.contains(where: { $0.id == id }) else { continue }
+            guard let hash = code.withUnsafeBufferPointer({ SlowHash.hash($0) }) else { throw StoreError(.system, "no randomness available") }
+            codes.append(NewRecoveryCode(code: String(decoding: code, as: UTF8.self), id: id, hash: hash))
+        }
+        return codes
+    }
+
     static func random() -> [UInt8]? {
         guard let entropy = SecretBytes.random(count: 12) else { return nil }
         var code: [UInt8] = []
@@ -35,50 +52,10 @@ public enum RecoveryCodes {
     }
 }
 
-extension Store {
-    /// Replaces a user's recovery codes with `count` new ones, returned once (only hashes are kept).
-    public func generateRecoveryCodes(user: String, count: Int, now: Int64) throws(StoreError) -> [String] {
-        try Self.validate(user: user)
-        guard RecoveryCodes.countRange.contains(count) else { throw StoreError(.invalidInput, "--count must be 1–20 (got \(count))") }
-        return try db.immediateTransaction { () throws(StoreError) -> [String] in
-            try db.prepare("DELETE FROM recovery_codes WHERE user = ?").bind(.text(user)).run()
-            var codes: [String] = []
-            var ids = Set<String>()
-            while codes.count < count {
-                guard let code = RecoveryCodes.random() else { throw StoreError(.system, "no randomness available") }
-                let id = String(decoding: code.prefix(4), as: UTF8.self)
-                guard ids.insert(id).inserted else { continue }
-                guard let hash = code.withUnsafeBufferPointer({ SlowHash.hash($0) }) else { throw StoreError(.system, "no randomness available") }
-                try db.prepare("INSERT INTO recovery_codes (user, id, hash, created) VALUES (?, ?, ?, ?)")
-                    .bind(.text(user), .text(id), .blob(hash), .integer(now)).run()
-                codes.append(String(decoding: code, as: UTF8.self))
-            }
-            return codes
-        }
-    }
-
-    /// Unused recovery codes of a user.
-    public func remainingRecoveryCodes(user: String) throws(StoreError) -> Int {
-        let statement = try db.prepare("SELECT count(*) FROM recovery_codes WHERE user = ? AND used = 0")
-        defer { statement.reset() }
-        try statement.bind(.text(user))
-        return try statement.step() ? Int(statement.integer(0)) : 0
-    }
-
-    /// Inside a verify transaction: marks the code used and returns how many remain, or nil.
-    func spendRecoveryCode(user: String, input: UnsafeBufferPointer<UInt8>, now: Int64) throws(StoreError) -> Int? {
-        let code = input.map(RecoveryCodes.lowercased)
-        let id = String(decoding: code.prefix(4), as: UTF8.self)
-        let lookup = try db.prepare("SELECT hash FROM recovery_codes WHERE user = ? AND id = ? AND used = 0")
-        defer { lookup.reset() }
-        try lookup.bind(.text(user), .text(id))
-        guard try lookup.step() else { return nil }
-        let hash = lookup.blob(0)
-        lookup.reset()
-        guard code.withUnsafeBufferPointer({ SlowHash.verify($0, against: hash) }) else { return nil }
-        try db.prepare("UPDATE recovery_codes SET used = ? WHERE user = ? AND id = ? AND used = 0")
-            .bind(.integer(now), .text(user), .text(id)).run()
-        guard db.changes == 1 else { return nil }
-        return try remainingRecoveryCodes(user: user)
-    }
+/// A recovery code just generated: `code` is shown once; a backend stores `id` and `hash`
+/// (unique per user and id) and never the code.
+public struct NewRecoveryCode: Sendable {
+    public let code: String
+    public let id: String
+    public let hash: [UInt8]
 }

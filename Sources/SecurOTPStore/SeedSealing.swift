@@ -1,10 +1,11 @@
 import COpenSSL
 import SecurOTPCore
 
-/// AES-256-GCM sealing of token seeds. The associated data names the owner and serial, so a
-/// sealed seed copied to another user's row (or another serial) fails to open.
-/// Sealed layout: 12-byte random nonce + ciphertext + 16-byte tag. Public for the user-side
-/// authenticator, which seals its seeds the same way under its own key.
+/// AES-256-GCM sealing of token seeds under the key file's data key (`KeyFile.dataKey`); the
+/// user-side authenticator seals its seeds the same way under its own key. The associated
+/// data names the owner and serial, so a sealed seed copied to another user's row (or another
+/// serial) fails to open.
+/// Sealed layout: 12-byte random nonce + ciphertext + 16-byte tag.
 public enum SeedSealing {
     public static func associatedData(user: String, serial: String) -> [UInt8] {
         Array("securotp-seed-v1".utf8) + [0] + Array(user.utf8) + [0] + Array(serial.utf8)

@@ -1,49 +1,10 @@
-import SecurOTPCore
-
-/// What `securotp resync` changed.
-public struct ResyncResult: Sendable, Equatable, CustomStringConvertible {
-    public let kind: TokenKind
-    /// Time tokens: learned drift in steps (positive: the token runs ahead).
-    public let drift: Int64
-    /// HOTP: the counter the next code will use.
-    public let counter: Int64
-
-    public var description: String {
-        switch kind {
-        case .hotp, .ocra: return "next counter \(counter)"
-        case .totp, .securid:
-            if drift == 0 { return "no drift" }
-            return "token clock \(abs(drift)) step\(abs(drift) == 1 ? "" : "s") \(drift > 0 ? "ahead" : "behind")"
-        }
-    }
-}
-
 extension Store {
-    /// The admin's resync: finds `first` followed by `second` (bare tokencodes) within ±1000
-    /// positions, uses both up and stores the drift (time tokens) or counter (HOTP).
+    /// The admin's resync (see VerificationEngine.resync), in one BEGIN IMMEDIATE transaction.
     public func resync(user: String, serial: String, first: [UInt8], second: [UInt8], now: Int64) throws(StoreError) -> ResyncResult {
         try db.immediateTransaction { () throws(StoreError) -> ResyncResult in
-            guard let candidate = try activeTokens(user: user).first(where: { $0.record.serial == serial }) else {
-                throw Self.noSuchToken(user: user, serial: serial)
-            }
-            let record = candidate.record
-            guard record.kind != .ocra else { throw StoreError(.invalidInput, "\(serial) is an OCRA token: its responses depend on challenges and cannot resynchronise it") }
-            let seed = try openSeed(candidate.sealedSeed, record)
-            let centre = currentPosition(record, now: now)
-            let reach: Int64 = 1000
-            let range = record.kind == .hotp ? centre...(centre &+ reach) : max(0, centre - reach)...(centre + reach)
-            var previous: (position: Int64, matched: Bool)?
-            for position in range {
-                let current = code(record, seed: seed, position: position)
-                let matchesSecond = ConstantTime.equal(current, second)
-                if let previous, previous.matched, matchesSecond, previous.position == position - 1, isFresh(position, record) {
-                    try recordAcceptance(record, position: position, now: now, learnDriftFrom: record.kind == .hotp ? nil : centre)
-                    let updated = try token(user: user, serial: serial)
-                    return ResyncResult(kind: record.kind, drift: updated.drift, counter: Int64(bitPattern: updated.parameters.counter))
-                }
-                previous = (position, ConstantTime.equal(current, first))
-            }
-            throw StoreError(.invalidInput, "\(serial): the two codes are not consecutive codes of this token within ±\(reach) steps; read two fresh codes, one after the other")
+            let decision = try engine.resync(try activeTokens(user: user), user: user, serial: serial, first: first, second: second, now: now)
+            try apply(decision.writes)
+            return decision.result
         }
     }
 }

@@ -9,12 +9,15 @@ public final class Store {
     public let identity: StoreIdentity
     let db: SQLiteDatabase
     let keys: KeyFile
+    /// Decides every verification; this store reads its snapshots and applies its writes.
+    public let engine: VerificationEngine
 
     init(paths: StorePaths, identity: StoreIdentity, db: SQLiteDatabase, keys: KeyFile) {
         self.paths = paths
         self.identity = identity
         self.db = db
         self.keys = keys
+        engine = VerificationEngine(dataKey: keys.dataKey)
     }
 
     /// Opens an existing store, refusing files that others can read or write.
@@ -73,27 +76,31 @@ public final class Store {
     /// The column after `tokenColumns` in a SELECT that appends one.
     static let tokenColumnCount: Int32 = 21
 
-    static func token(from row: SQLiteDatabase.Statement) -> TokenRecord? {
-        // Rows are checked like input: a damaged row is skipped (never a trap inside sshd).
-        guard let kind = TokenKind(rawValue: row.text(2)), let algorithm = HashAlgorithm(name: row.text(3)),
-              let pinMode = PINMode(rawValue: row.text(13)),
-              (0...10).contains(row.integer(4)), kind == .hotp || kind == .ocra || (1...300).contains(row.integer(5)),
-              (0...64).contains(row.integer(15)), (-1_000_000...1_000_000).contains(row.integer(18)) else { return nil }
-        var record = TokenRecord(
-            serial: row.text(0), user: row.text(1), kind: kind,
-            parameters: OATHParameters(kind: kind == .hotp ? .hotp : .totp, algorithm: algorithm, digits: Int(row.integer(4)),
-                                       period: Int(row.integer(5)), counter: UInt64(bitPattern: row.integer(6))),
-            lastStep: row.integer(7), nickname: row.text(8), issuer: row.text(9), state: row.text(10),
-            created: row.integer(11), lastUsed: row.integer(12))
-        record.pinMode = pinMode
-        record.hasPIN = row.integer(14) != 0
-        record.pinLength = Int(row.integer(15))
-        record.pinChangeRequired = row.integer(16) != 0
-        record.expires = row.integer(17)
-        record.drift = row.integer(18)
-        record.source = row.text(19)
-        record.suite = row.text(20)
-        return record
+    /// The row under `tokenColumns`, checked like input by TokenRecord(row:): nil when damaged.
+    static func token(from statement: SQLiteDatabase.Statement) -> TokenRecord? {
+        var row = TokenRow()
+        row.serial = statement.text(0)
+        row.user = statement.text(1)
+        row.kind = statement.text(2)
+        row.algorithm = statement.text(3)
+        row.digits = statement.integer(4)
+        row.period = statement.integer(5)
+        row.counter = statement.integer(6)
+        row.lastStep = statement.integer(7)
+        row.nickname = statement.text(8)
+        row.issuer = statement.text(9)
+        row.state = statement.text(10)
+        row.created = statement.integer(11)
+        row.lastUsed = statement.integer(12)
+        row.pinMode = statement.text(13)
+        row.hasPIN = statement.integer(14) != 0
+        row.pinLength = statement.integer(15)
+        row.pinChangeRequired = statement.integer(16) != 0
+        row.expires = statement.integer(17)
+        row.drift = statement.integer(18)
+        row.source = statement.text(19)
+        row.suite = statement.text(20)
+        return TokenRecord(row: row)
     }
 
     /// Tokens of one user, or of everyone when `user` is nil, oldest first.
@@ -124,14 +131,7 @@ public final class Store {
     /// half-way leaves nothing behind). Refuses more than `maxTokens` per user, a serial that
     /// is already enrolled, and expired tokens.
     public func add(_ tokens: [NewToken], user: String, maxTokens: Int, now: Int64) throws(StoreError) -> [TokenRecord] {
-        try Self.validate(user: user)
-        for token in tokens {
-            try Self.validate(nickname: token.nickname)
-            if let problem = token.problem { throw StoreError(.invalidInput, problem) }
-            if token.expires > 0, token.expires <= now {
-                throw StoreError(.invalidInput, "token \(token.serial ?? "") expired on \(token.expires) (Unix time); ask its issuer for a new one")
-            }
-        }
+        try NewToken.check(tokens, user: user, now: now)
         return try db.immediateTransaction { () throws(StoreError) -> [TokenRecord] in
             let count = try db.prepare("SELECT count(*) FROM tokens WHERE user = ?")
             defer { count.reset() }
@@ -145,23 +145,17 @@ public final class Store {
                 let serial: String
                 if let given = token.serial { serial = try unusedSerial(given) } else { serial = try freshSerial() }
                 let sealed = try SeedSealing.seal(token.seed, key: keys.dataKey, user: user, serial: serial)
-                let p = token.parameters
+                let record = token.record(serial: serial, user: user, created: now)
+                let row = TokenRow(record)
                 try db.prepare("""
                     INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, nickname, issuer,
                                         created, pin_mode, expires, source, suite)
                     VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)
                     """)
-                    .bind(.text(serial), .text(user), .text(token.kind.rawValue), .text(p.algorithm.name),
-                          .integer(Int64(p.digits)), .integer(Int64(p.period)), .integer(Int64(bitPattern: p.counter)),
-                          .blob(sealed), .text(token.nickname), .text(token.issuer), .integer(now),
-                          .text(token.pinMode.rawValue), .integer(token.expires), .text(token.source), .text(token.suite))
+                    .bind(.text(row.serial), .text(row.user), .text(row.kind), .text(row.algorithm), .integer(row.digits),
+                          .integer(row.period), .integer(row.counter), .blob(sealed), .text(row.nickname), .text(row.issuer),
+                          .integer(row.created), .text(row.pinMode), .integer(row.expires), .text(row.source), .text(row.suite))
                     .run()
-                var record = TokenRecord(serial: serial, user: user, kind: token.kind, parameters: p, lastStep: -1,
-                                         nickname: token.nickname, issuer: token.issuer, state: "active", created: now, lastUsed: 0)
-                record.pinMode = token.pinMode
-                record.expires = token.expires
-                record.source = token.source
-                record.suite = token.suite
                 records.append(record)
             }
             return records
@@ -170,9 +164,7 @@ public final class Store {
 
     /// An issuer's serial, refused when another token already has it.
     private func unusedSerial(_ serial: String) throws(StoreError) -> String {
-        guard !serial.isEmpty, serial.utf8.count <= 64, !serial.unicodeScalars.contains(where: { $0.value < 0x21 || $0.value == 0x7f }) else {
-            throw StoreError(.invalidInput, "token serial \"\(serial)\" is not usable (1–64 printable characters)")
-        }
+        try TokenSerial.check(serial)
         let check = try db.prepare("SELECT user FROM tokens WHERE serial = ?")
         defer { check.reset() }
         try check.bind(.text(serial))
@@ -182,12 +174,10 @@ public final class Store {
         return serial
     }
 
-    /// 10 random decimal digits, not starting with 0, unique in this store.
+    /// A random serial that is unique in this store.
     private func freshSerial() throws(StoreError) -> String {
         for _ in 0..<16 {
-            guard let random = SecretBytes.random(count: 8) else { throw StoreError(.system, "no randomness available") }
-            let value = random.withUnsafeBytes { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
-            let serial = String(1_000_000_000 + value % 9_000_000_000)
+            guard let serial = TokenSerial.random() else { throw StoreError(.system, "no randomness available") }
             let check = try db.prepare("SELECT 1 FROM tokens WHERE serial = ?")
             defer { check.reset() }
             try check.bind(.text(serial))
@@ -199,12 +189,12 @@ public final class Store {
     public func setNickname(user: String, serial: String, nickname: String) throws(StoreError) {
         try Self.validate(nickname: nickname)
         try db.prepare("UPDATE tokens SET nickname = ? WHERE user = ? AND serial = ?").bind(.text(nickname), .text(user), .text(serial)).run()
-        guard db.changes == 1 else { throw Self.noSuchToken(user: user, serial: serial) }
+        guard db.changes == 1 else { throw StoreError.noSuchToken(user: user, serial: serial) }
     }
 
     public func delete(user: String, serial: String) throws(StoreError) {
         try db.prepare("DELETE FROM tokens WHERE user = ? AND serial = ?").bind(.text(user), .text(serial)).run()
-        guard db.changes == 1 else { throw Self.noSuchToken(user: user, serial: serial) }
+        guard db.changes == 1 else { throw StoreError.noSuchToken(user: user, serial: serial) }
     }
 
     /// Removes all of a user's tokens and their failure/lock state; returns how many tokens went.
@@ -222,15 +212,11 @@ public final class Store {
         let statement = try db.prepare("SELECT sealed_seed FROM tokens WHERE serial = ?")
         defer { statement.reset() }
         try statement.bind(.text(record.serial))
-        guard try statement.step() else { throw Self.noSuchToken(user: record.user, serial: record.serial) }
+        guard try statement.step() else { throw StoreError.noSuchToken(user: record.user, serial: record.serial) }
         guard let seed = SeedSealing.open(statement.blob(0), key: keys.dataKey, user: record.user, serial: record.serial) else {
             throw StoreError(.corrupt, "sealed seed of token \(record.serial) does not open: it was altered, moved, or sealed under another key file")
         }
         return seed
-    }
-
-    static func noSuchToken(user: String, serial: String) -> StoreError {
-        StoreError(.notFound, "\(user) has no token with serial \(serial); see: securotp list \(user)")
     }
 
     // MARK: users
@@ -263,20 +249,11 @@ public final class Store {
 
     // MARK: input rules
 
-    /// Unix user names as NSS hands them over: no empty names, separators or control characters.
-    public static func validate(user: String) throws(StoreError) {
-        let bytes = Array(user.utf8)
-        guard !bytes.isEmpty, bytes.count <= 256, bytes.first != UInt8(ascii: "-"),
-              !bytes.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") })
-        else { throw StoreError(.invalidInput, "\"\(user)\" is not a valid user name") }
-    }
+    /// See InputRules.validate(user:).
+    public static func validate(user: String) throws(StoreError) { try InputRules.validate(user: user) }
 
-    public static func validate(nickname: String) throws(StoreError) {
-        guard nickname.count <= 32 else { throw StoreError(.invalidInput, "nickname is \(nickname.count) characters; at most 32 are allowed") }
-        guard !nickname.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
-            throw StoreError(.invalidInput, "nickname contains control characters")
-        }
-    }
+    /// See InputRules.validate(nickname:).
+    public static func validate(nickname: String) throws(StoreError) { try InputRules.validate(nickname: nickname) }
 }
 
 /// What `Store.open` checked: the database's directory, the database and the key file.

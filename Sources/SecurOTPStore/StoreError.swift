@@ -25,3 +25,11 @@ public struct StoreError: Error, Equatable, CustomStringConvertible {
 
     public static func == (a: StoreError, b: StoreError) -> Bool { a.code == b.code }
 }
+
+extension StoreError {
+    /// A user has no token with this serial (the same answer whether the serial exists for
+    /// someone else or not at all).
+    public static func noSuchToken(user: String, serial: String) -> StoreError {
+        StoreError(.notFound, "\(user) has no token with serial \(serial); see: securotp list \(user)")
+    }
+}

@@ -47,10 +47,17 @@ public struct TokenRecord: Sendable, Equatable {
 /// A user's failure count and lock.
 public struct UserState: Sendable, Equatable {
     public static let lockedUntilUnlocked = Int64.max
+    /// No failures, no lock: what a user without a failure row has.
+    public static let clear = UserState(failures: 0, lockedUntil: 0)
 
     public var failures: Int
     /// 0: not locked; a Unix time; or `lockedUntilUnlocked` (only `securotp unlock` lifts it).
     public var lockedUntil: Int64
+
+    public init(failures: Int, lockedUntil: Int64) {
+        self.failures = failures
+        self.lockedUntil = lockedUntil
+    }
 
     public func isLocked(at now: Int64) -> Bool { lockedUntil != 0 && now < lockedUntil }
 }

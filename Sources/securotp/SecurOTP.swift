@@ -23,7 +23,7 @@ struct SecurOTP: AsyncParsableCommand {
           securotp --server https://otp.example.com:8443 --credential /root/admin.cred list
         """,
         version: SecurOTPVersion.string,
-        subcommands: [Enroll.self, Import.self, List.self, Nickname.self, Delete.self, Reset.self,
+        subcommands: [Enroll.self, Import.self, ImportBatch.self, List.self, Nickname.self, Delete.self, Reset.self,
                       PIN.self, Resync.self, RecoveryCodesCommand.self,
                       BindingIDCommand.self, Unlock.self, Status.self, Doctor.self,
                       HostCommand.self, AdminCommand.self, Audit.self]
@@ -44,6 +44,9 @@ struct SecurOTP: AsyncParsableCommand {
             CommandContext.fail(error.message, exitCode: ServiceError(error).exitCode)
         } catch let error as CLIError {
             CommandContext.fail(error.message, exitCode: error.exitCode)
+        } catch let code as ExitCode where code != .success {
+            // The command already said why (doctor's report, import-batch's failed lines).
+            Glibc.exit(code.rawValue)
         } catch {
             // --help and --version exit 0 through ArgumentParser; every usage error is one line.
             let code = exitCode(for: error)

@@ -71,21 +71,25 @@ struct SecurOTPD: AsyncParsableCommand {
     }
 
     private func run(_ settings: DaemonConfiguration) async throws {
-        let service = try await ServiceFactory.open(settings)
-        let where_ = settings.postgresURL.map(ServiceFactory.redacted) ?? settings.store.paths.database
-        if checkConfig {
-            try await service.checkHealth()
-            print("securotpd configuration is valid: listen \(settings.listen)\(settings.usesTLS ? " (TLS)" : " (plain HTTP, local only)"), store \(service.storeKind) at \(where_)")
-            await service.close()
-            return
-        }
-
         LoggingSystem.bootstrap { label in
             var handler = LogfmtHandler(label: label)
             handler.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
             return handler
         }
         let logger = Logger(label: "securotpd")
+        let service = try await ServiceFactory.open(settings, logger: logger)
+        let location = settings.postgresURL.map(ServiceFactory.redacted) ?? settings.store.paths.database
+        if checkConfig {
+            do {
+                try await service.checkHealth()
+            } catch {
+                await service.close()
+                throw error
+            }
+            print("securotpd configuration is valid: listen \(settings.listen)\(settings.usesTLS ? " (TLS)" : " (plain HTTP, local only)"), store \(service.storeKind) at \(location)")
+            await service.close()
+            return
+        }
         let app = try buildApplication(configuration: settings, service: service, logger: logger) { bound in
             // The bound address: with port 0 the kernel picks one, and tests and scripts read it here.
             logger.notice("securotpd listening", metadata: ["listen": "\(bound)", "tls": "\(settings.usesTLS)",

@@ -1,12 +1,14 @@
 import Foundation
+import Logging
+import SecurOTPPostgres
 import SecurOTPServer
 import SecurOTPService
 
 /// The store the configuration names: PostgreSQL for `database = postgres://…`, else SQLite.
 enum ServiceFactory {
-    static func open(_ settings: DaemonConfiguration) async throws(ServiceError) -> any TokenService {
+    static func open(_ settings: DaemonConfiguration, logger: Logger) async throws(ServiceError) -> any TokenService {
         if let url = settings.postgresURL {
-            throw ServiceError(.notSupported, "PostgreSQL (\(redacted(url))) is not available in this build yet")
+            return try await PostgresTokenService.connect(url: url, settings: settings.store, logger: logger)
         }
         return try LocalTokenService(settings: settings.store, create: true)
     }

@@ -86,7 +86,7 @@ final class FakeValidator {
         child = try Run.start("/usr/bin/python3", [scriptFile, answerFile, logFile, portFile])
         let deadline = Date().addingTimeInterval(20)
         while !FileManager.default.fileExists(atPath: portFile) {
-            if Date() > deadline || child.stderrSoFar().contains("Traceback") {
+            if Date() > deadline || child.errorOutput.contains("Traceback") {
                 kill(child.pid, SIGKILL)
                 throw HarnessError("the fake validator did not start:\n\(try child.wait(timeout: 5))")
             }

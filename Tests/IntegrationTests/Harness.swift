@@ -146,8 +146,8 @@ final class Child {
         self.errorPath = errorPath
     }
 
-    /// What the child has written to stderr so far (a daemon's start-up lines).
-    func stderrSoFar() -> String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
+    /// What the child wrote to stderr so far (a daemon's log while it runs).
+    var errorOutput: String { (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "" }
 
     /// Waits at most `timeout` seconds, then kills the child and fails: a hung login must fail
     /// the test, not the whole run.

@@ -101,7 +101,7 @@ final class Validator {
         let deadline = Date().addingTimeInterval(60)
         var found: String?
         while found == nil {
-            let log = child.stderrSoFar()
+            let log = child.errorOutput
             if let line = log.split(separator: "\n").first(where: { $0.contains("securotpd listening") }),
                let field = line.split(separator: " ").first(where: { $0.hasPrefix("listen=") }) {
                 found = String(field.dropFirst("listen=".count)).trimmingCharacters(in: CharacterSet(charactersIn: "\""))

@@ -26,10 +26,10 @@ swift_flags=(
   -Xfrontend -disable-implicit-string-processing-module-import
   -Xcc -fPIC -I "$out" "${includes[@]}"
 )
-# One module per target, in dependency order, as SwiftPM would (sources in subfolders too).
+# One module per target, in dependency order, as SwiftPM would.
+# Sources may sit in sub-folders (SecurOTPStore/Verification), which SwiftPM includes too.
 build_module() {
-  local name=$1 dir=$2
-  local sources
+  local name=$1 dir=$2 sources
   mapfile -t sources < <(find "$dir" -name '*.swift' | sort)
   "$swiftc" "${swift_flags[@]}" -module-name "$name" -emit-module -emit-module-path "$out/$name.swiftmodule" \
     -emit-object -o "$out/$name.o" "${sources[@]}"

@@ -1,32 +1,46 @@
 import SecurOTPStore
 
 /// A stored credential (never the secret itself), as every backend keeps it.
-struct CredentialRecord: Sendable, Equatable {
-    var id: String
-    var kind: CredentialKind
-    var name: String
-    var secretHash: [UInt8]
-    var users: [String]
-    var groups: [String]
-    var offlineCodes: Int
-    var created: Int64
-    var revoked: Int64
-    var lastUsed: Int64
+public struct CredentialRecord: Sendable, Equatable {
+    public var id: String
+    public var kind: CredentialKind
+    public var name: String
+    public var secretHash: [UInt8]
+    public var users: [String]
+    public var groups: [String]
+    public var offlineCodes: Int
+    public var created: Int64
+    public var revoked: Int64
+    public var lastUsed: Int64
 
-    var info: CredentialInfo {
+    public init(id: String, kind: CredentialKind, name: String, secretHash: [UInt8], users: [String], groups: [String], offlineCodes: Int,
+                created: Int64, revoked: Int64, lastUsed: Int64) {
+        self.id = id
+        self.kind = kind
+        self.name = name
+        self.secretHash = secretHash
+        self.users = users
+        self.groups = groups
+        self.offlineCodes = offlineCodes
+        self.created = created
+        self.revoked = revoked
+        self.lastUsed = lastUsed
+    }
+
+    public var info: CredentialInfo {
         CredentialInfo(name: name, kind: kind.rawValue, id: id, created: created, revoked: revoked, users: users,
                        groups: groups, offlineCodes: offlineCodes, lastUsed: lastUsed)
     }
 }
 
 /// Who may hold a credential and what a presented one proves, for every backend.
-enum AccessRules {
+public enum AccessRules {
     /// One answer for unknown, malformed, revoked and wrong credentials.
-    static let refused = ServiceError(.unauthorized, "missing, unknown or revoked credential")
+    public static let refused = ServiceError(.unauthorized, "missing, unknown or revoked credential")
 
     static let offlineCodeRange = 0...100
 
-    static func duplicate(_ kind: CredentialKind, _ name: String) -> ServiceError {
+    public static func duplicate(_ kind: CredentialKind, _ name: String) -> ServiceError {
         ServiceError(.conflict, "\(kind.rawValue) \(name) already has a credential; revoke it first: securotp \(kind.rawValue) revoke \(name)")
     }
 
@@ -38,7 +52,7 @@ enum AccessRules {
         return name
     }
 
-    static func newCredential(kind: CredentialKind, _ request: CredentialRequest, now: Int64) throws(ServiceError) -> (CredentialRecord, Credential) {
+    public static func newCredential(kind: CredentialKind, _ request: CredentialRequest, now: Int64) throws(ServiceError) -> (CredentialRecord, Credential) {
         let name = try checked(name: request.name)
         let users = request.users ?? []
         let groups = request.groups ?? []
@@ -62,9 +76,9 @@ enum AccessRules {
     }
 
     /// The caller a presented credential proves, or nil (wrong kind, revoked, wrong secret).
-    static func caller(for record: CredentialRecord, presented: Credential, address: String) -> Caller? {
+    public static func caller(for record: CredentialRecord, presented: Credential, address: String) -> Caller? {
         guard record.kind == presented.kind, record.revoked == 0, presented.matches(storedHash: record.secretHash) else { return nil }
         return Caller(kind: record.kind == .host ? .host : .admin, name: record.name, address: address, users: record.users,
-                      groups: record.groups, offlineCodes: record.offlineCodes)
+                      groups: record.groups, offlineCodes: record.offlineCodes, credentialHash: record.secretHash)
     }
 }

@@ -11,10 +11,14 @@ public final class RemoteTokenService: TokenService {
     public let server: String
     private let credential: String
     private let caFile: String?
+    private let clientCertificate: String?
+    private let clientKey: String?
     private let timeoutMilliseconds: Int
 
-    /// `credentialFile` holds an admin credential (owner-only, like every secret securotp reads).
-    public init(server: String, credentialFile: String?, caFile: String?, timeoutSeconds: Int = 15) throws(ServiceError) {
+    /// `credentialFile` holds an admin credential (owner-only, like every secret securotp reads);
+    /// `clientCertificate` and `clientKey` answer a validator that requires mutual TLS.
+    public init(server: String, credentialFile: String?, caFile: String?, clientCertificate: String? = nil, clientKey: String? = nil,
+                timeoutSeconds: Int = 15) throws(ServiceError) {
         guard server.hasPrefix("https://") || server.hasPrefix("http://") || server.hasPrefix("unix:/") else {
             throw ServiceError(.invalidInput, "--server must be https://HOST:PORT (or http:// on loopback, or unix:/PATH); got \(server)")
         }
@@ -33,6 +37,8 @@ public final class RemoteTokenService: TokenService {
         self.server = server.hasSuffix("/") ? String(server.dropLast()) : server
         credential = parsed.text
         self.caFile = caFile
+        self.clientCertificate = clientCertificate
+        self.clientKey = clientKey
         timeoutMilliseconds = timeoutSeconds * 1000
     }
 
@@ -49,19 +55,15 @@ public final class RemoteTokenService: TokenService {
             throw ServiceError(.system, "cannot encode the request: \(error)")
         }
         let url = server.hasPrefix("unix:") ? "\(server) \(path)" : server + path
-        var response = securotp_http_response()
-        let rc = url.withCString { url in
-            method.withCString { method in
-                credential.withCString { bearer in
-                    withOptionalCString(caFile) { ca in
-                        payload.withUnsafeBufferPointer { bytes in
-                            var request = securotp_http_request(method: method, url: url, bearer: bearer, ca_file: ca, client_cert: nil,
-                                                                client_key: nil, body: body == nil ? nil : bytes.baseAddress,
-                                                                body_length: bytes.count, timeout_ms: timeoutMilliseconds)
-                            return securotp_http_perform(&request, &response)
-                        }
-                    }
-                }
+        let hasBody = body != nil
+        // libcurl blocks: run it on a thread of its own, never on one of Swift's cooperative
+        // threads (with two cores there are two, and the validator in the same process — the
+        // tests — needs them).
+        var (rc, response) = await withCheckedContinuation { (continuation: CheckedContinuation<(Int32, securotp_http_response), Never>) in
+            Self.transfers.async { [self] in
+                var response = securotp_http_response()
+                let rc = perform(method: method, url: url, payload: payload, hasBody: hasBody, into: &response)
+                continuation.resume(returning: (rc, response))
             }
         }
         defer { securotp_http_response_free(&response) }
@@ -81,6 +83,30 @@ public final class RemoteTokenService: TokenService {
             return try APICoding.decoder().decode(Response.self, from: data)
         } catch {
             throw ServiceError(.system, "unexpected answer from the validator at \(server) (\(path)): \(error)")
+        }
+    }
+
+    private static let transfers = DispatchQueue(label: "securotp.http", attributes: .concurrent)
+
+    private func perform(method: String, url: String, payload: [UInt8], hasBody: Bool, into response: inout securotp_http_response) -> Int32 {
+        url.withCString { url in
+            method.withCString { method in
+                credential.withCString { bearer in
+                    withOptionalCString(caFile) { ca in
+                        withOptionalCString(clientCertificate) { certificate in
+                            withOptionalCString(clientKey) { key in
+                                payload.withUnsafeBufferPointer { bytes in
+                                    var request = securotp_http_request(method: method, url: url, bearer: bearer, ca_file: ca,
+                                                                        client_cert: certificate, client_key: key,
+                                                                        body: hasBody ? bytes.baseAddress : nil,
+                                                                        body_length: bytes.count, timeout_ms: timeoutMilliseconds)
+                                    return securotp_http_perform(&request, &response)
+                                }
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 

@@ -117,5 +117,48 @@ struct AccessTables {
         return challenge
     }
 
+    // MARK: offline reservations
+
+    func reservations(host: String, user: String) throws(StoreError) -> [OfflineReservation] {
+        let statement = try db.prepare("SELECT serial, first, last FROM offline_grants WHERE host = ? AND user = ? ORDER BY serial")
+        try statement.bind(.text(host), .text(user))
+        var reservations: [OfflineReservation] = []
+        while try statement.step() {
+            reservations.append(OfflineReservation(serial: statement.text(0), first: statement.integer(1), last: statement.integer(2)))
+        }
+        return reservations
+    }
+
+    /// Codes the host used while offline: its reservations start after them.
+    func withdraw(host: String, user: String, usage: [OfflineUsage]) throws(StoreError) {
+        for used in usage {
+            try db.prepare("UPDATE offline_grants SET first = ?1 WHERE host = ?2 AND user = ?3 AND serial = ?4 AND first < ?1")
+                .bind(.integer(used.nextUnused), .text(host), .text(user), .text(used.serial)).run()
+        }
+    }
+
+    /// A reserved code accepted online: only from the position the snapshot read (exactly once).
+    func consume(host: String, _ consumed: OfflineReservation, expectedFirst: Int64) throws(StoreError) {
+        try db.prepare("UPDATE offline_grants SET first = ? WHERE host = ? AND serial = ? AND first = ?")
+            .bind(.integer(consumed.first), .text(host), .text(consumed.serial), .integer(expectedFirst)).run()
+        guard db.changes == 1 else { throw StoreError(.database, "offline codes of token \(consumed.serial) changed during verification; try again") }
+    }
+
+    func save(host: String, user: String, _ reservation: OfflineReservation) throws(StoreError) {
+        try db.prepare("""
+            INSERT INTO offline_grants (host, serial, user, first, last) VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT(host, serial) DO UPDATE SET user = ?3, first = ?4, last = ?5
+            """).bind(.text(host), .text(reservation.serial), .text(user), .integer(reservation.first), .integer(reservation.last)).run()
+    }
+
+    /// A deleted token, or a reset user, takes its reservations with it.
+    func dropReservations(user: String, serial: String? = nil) throws(StoreError) {
+        if let serial {
+            try db.prepare("DELETE FROM offline_grants WHERE user = ? AND serial = ?").bind(.text(user), .text(serial)).run()
+        } else {
+            try db.prepare("DELETE FROM offline_grants WHERE user = ?").bind(.text(user)).run()
+        }
+    }
+
     static func list(_ text: String) -> [String] { text.split(separator: ",").map(String.init) }
 }

@@ -10,7 +10,7 @@ public final class LocalTokenService: TokenService {
     public let storeKind = "sqlite"
     let settings: Settings
     private let executor: StoreExecutor
-    private let lastTouch = LastUse()
+    private let lastTouch = CredentialUse()
 
     /// Opens (with `create`, first makes) the store `settings.paths` names.
     public init(settings: Settings, create: Bool = false) throws(ServiceError) {
@@ -45,7 +45,7 @@ public final class LocalTokenService: TokenService {
     // MARK: hosts
 
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
-        let user = try Self.checked(user: request.user)
+        let user = try RequestRules.user(request.user)
         let now = Self.now()
         return try await run { (store, _) throws(StoreError) in
             let tokens = try store.tokens(user: user).filter { $0.state == "active" && !$0.isExpired(at: now) }
@@ -55,19 +55,29 @@ public final class LocalTokenService: TokenService {
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try Self.checked(user: request.user)
-        let input = try Self.checked(passcode: request.passcode)
+        let user = try RequestRules.user(request.user)
+        let input = try RequestRules.passcode(request.passcode)
         let policy = settings.policy
         return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
             let now = Self.now()
             let response = try Self.storeCall { () throws(StoreError) -> VerifyResponse in
                 let key = try Self.failureKey(store, user: user)
-                let result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                    try store.verify(user: user, input: bytes, codeAtEnd: request.codeAtEnd ?? false, policy: policy, now: now,
-                                     failureKey: key, challenge: request.challenge)
+                let codeAtEnd = request.codeAtEnd ?? false
+                let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
+                let result: VerifyResult
+                var offline: OfflineCodes?
+                if caller.kind == .host, caller.offlineCodes > 0, !recovery {
+                    (result, offline) = try Self.verifyOffering(store, tables, request, input: input, caller: caller, failureKey: key,
+                                                                policy: policy, now: now)
+                } else {
+                    result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                        try store.verify(user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
+                                         failureKey: key, challenge: request.challenge)
+                    }
                 }
-                let (response, pending) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
+                var (response, pending) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
                 if let pending { try tables.insert(pending) }
+                response.offline = offline.map { [$0] }
                 return response
             }
             try Self.storeCall { () throws(StoreError) in
@@ -79,8 +89,8 @@ public final class LocalTokenService: TokenService {
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try Self.checked(user: request.user)
-        let input = try Self.checked(passcode: request.answer)
+        let user = try RequestRules.user(request.user)
+        let input = try RequestRules.passcode(request.answer)
         let policy = settings.policy
         return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
             let now = Self.now()
@@ -118,6 +128,52 @@ public final class LocalTokenService: TokenService {
         }
     }
 
+    /// Verification for a host that holds offline codes: what it used offline is withdrawn
+    /// first, its reserved codes count as its own, and an accepted HOTP login refills its codes.
+    private static func verifyOffering(_ store: Store, _ tables: AccessTables, _ request: VerifyRequest, input: [UInt8], caller: Caller,
+                                       failureKey: String?, policy: VerifyPolicy, now: Int64) throws(StoreError) -> (VerifyResult, OfflineCodes?) {
+        let user = request.user
+        try tables.withdraw(host: caller.name, user: user, usage: request.offlineUsed ?? [])
+        let reservations = try tables.reservations(host: caller.name, user: user)
+        let snapshot = VerifySnapshot(failures: try store.userState(failureKey ?? user), tokens: try store.activeTokens(user: user))
+        let codeAtEnd = request.codeAtEnd ?? false
+        let result: VerifyResult
+        let acceptedAt: Int64?
+        if let reserved = try input.withUnsafeBufferPointer({ (bytes) throws(StoreError) in
+            try OfflinePlan.reserved(store.engine, snapshot, reservations: reservations, input: bytes, codeAtEnd: codeAtEnd,
+                                     failureKey: failureKey ?? user, now: now)
+        }) {
+            try store.apply(reserved.writes)
+            let previous = reservations.first { $0.serial == reserved.consumed.serial }
+            try tables.consume(host: caller.name, reserved.consumed, expectedFirst: previous?.first ?? 0)
+            result = reserved.result
+            acceptedAt = reserved.consumed.first - 1
+        } else {
+            let decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                try store.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
+                                        failureKey: failureKey, challenge: request.challenge)
+            }
+            try store.apply(decision.writes)
+            result = decision.result
+            if case .accepted(let serial, _) = result.outcome {
+                acceptedAt = OfflinePlan.acceptedPosition(serial: serial, in: decision.writes)
+            } else {
+                acceptedAt = nil
+            }
+        }
+        guard case .accepted(let serial, _) = result.outcome, let acceptedAt,
+              let token = snapshot.tokens.first(where: { $0.record.serial == serial }) else { return (result, nil) }
+        // The counter now: after an engine acceptance it follows the accepted code; a reserved
+        // code leaves it where it was.
+        let counterNow = max(Int64(bitPattern: token.record.parameters.counter), acceptedAt + 1)
+        guard let refill = try OfflinePlan.refill(store.engine, token: token, acceptedAt: acceptedAt, counterNow: counterNow,
+                                                  previous: reservations.first { $0.serial == serial }, count: caller.offlineCodes,
+                                                  pepper: caller.credentialHash, now: now) else { return (result, nil) }
+        try tables.save(host: caller.name, user: user, refill.reservation)
+        if let write = refill.counterWrite { try store.apply([write]) }
+        return (result, refill.codes)
+    }
+
     /// Failures are counted on the user's own row when the store knows the user; names it
     /// does not know share one row, so nobody can fill the table with invented names (the
     /// PAM module does the same for names NSS does not know).
@@ -130,7 +186,7 @@ public final class LocalTokenService: TokenService {
     // MARK: tokens
 
     public func enroll(user: String, _ request: EnrollRequest, caller: Caller) async throws(ServiceError) -> EnrollResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         let token = try NewTokens.enrolled(request)
         let maxTokens = settings.maxTokens
         return try await run { (store, tables) throws(StoreError) in
@@ -142,7 +198,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func importTokens(user: String, _ request: ImportRequest, caller: Caller) async throws(ServiceError) -> TokenList {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         let maxTokens = settings.maxTokens
         return try await runService { (store, tables) throws(ServiceError) -> TokenList in
             let now = Self.now()
@@ -158,7 +214,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
-        if let user { _ = try Self.checked(user: user) }
+        if let user { _ = try RequestRules.user(user) }
         return try await run { (store, _) throws(StoreError) in
             let locked = Set(try store.lockedUsers(now: Self.now()))
             return TokenList(tokens: try store.tokens(user: user).map { TokenInfo($0, userLocked: locked.contains($0.user)) })
@@ -174,20 +230,22 @@ public final class LocalTokenService: TokenService {
     public func deleteToken(user: String, serial: String, caller: Caller) async throws(ServiceError) {
         try await change(user: user, serial: serial, action: "delete", caller: caller) { (store) throws(StoreError) in
             try store.delete(user: user, serial: serial)
+            try AccessTables(db: store.database).dropReservations(user: user, serial: serial)
         }
     }
 
     public func reset(user: String, caller: Caller) async throws(ServiceError) -> ResetResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let removed = try store.reset(user: user)
+            try tables.dropReservations(user: user)
             try tables.append(Self.entry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", now: Self.now()))
             return ResetResponse(removed: removed)
         }
     }
 
     public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let wasLocked = try store.unlock(user: user, now: now)
@@ -218,7 +276,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func resync(user: String, serial: String, _ request: ResyncRequest, caller: Caller) async throws(ServiceError) -> ResyncResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let result = try store.resync(user: user, serial: serial, first: Array(request.first.utf8), second: Array(request.second.utf8), now: now)
@@ -228,7 +286,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func recoveryCodes(user: String, _ request: RecoveryCodesRequest, caller: Caller) async throws(ServiceError) -> RecoveryCodesResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let codes = try store.generateRecoveryCodes(user: user, count: request.count ?? 10, now: now)
@@ -238,7 +296,7 @@ public final class LocalTokenService: TokenService {
     }
 
     public func bindingID(user: String, caller: Caller) async throws(ServiceError) -> BindingIDResponse {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         return try await run { (store, _) throws(StoreError) in BindingIDResponse(user: user, bindingId: store.bindingID(user: user)) }
     }
 
@@ -255,7 +313,7 @@ public final class LocalTokenService: TokenService {
     /// A change to one token, audited.
     private func change(user: String, serial: String, action: String, caller: Caller,
                         _ body: @escaping (Store) throws(StoreError) -> Void) async throws(ServiceError) {
-        let user = try Self.checked(user: user)
+        let user = try RequestRules.user(user)
         try await run { (store, tables) throws(StoreError) in
             try body(store)
             try tables.append(Self.entry(caller, action, user: user, serial: serial, result: "ok", detail: "", now: Self.now()))
@@ -323,35 +381,8 @@ public final class LocalTokenService: TokenService {
                    serial: serial, result: result, detail: detail)
     }
 
-    static func checked(user: String) throws(ServiceError) -> String {
-        do throws(StoreError) { try Store.validate(user: user) } catch { throw ServiceError(error) }
-        return user
-    }
-
-    /// Passcodes, PINs and answers: at most 1 KiB (codes are 6–8 digits; forward_pass adds a password).
-    static func checked(passcode: String) throws(ServiceError) -> [UInt8] {
-        let bytes = Array(passcode.utf8)
-        guard bytes.count <= 1024 else { throw ServiceError(.invalidInput, "passcode longer than 1024 bytes") }
-        return bytes
-    }
-
     static func storeCall<R>(_ body: () throws(StoreError) -> R) throws(ServiceError) -> R {
         do throws(StoreError) { return try body() } catch { throw ServiceError(error) }
     }
 
-}
-
-/// Credential rows are touched (last_used) at most once a minute each: a write per request
-/// would cost a transaction's worth of work on every verification.
-private final class LastUse: @unchecked Sendable {
-    private let lock = NSLock()
-    private var touched: [String: Int64] = [:]
-
-    func due(_ id: String, now: Int64) -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if let last = touched[id], now - last < 60 { return false }
-        touched[id] = now
-        return true
-    }
 }

@@ -5,9 +5,9 @@ import SecurOTPStore
 
 /// Builds the tokens enroll and import add, for every backend: parameters checked, seeds made
 /// or parsed, nothing stored yet.
-enum NewTokens {
+public enum NewTokens {
     /// A token with a fresh seed, and the seed (shown once).
-    static func enrolled(_ request: EnrollRequest) throws(ServiceError) -> NewToken {
+    public static func enrolled(_ request: EnrollRequest) throws(ServiceError) -> NewToken {
         let kind = request.kind ?? "totp"
         let nickname = request.nickname ?? ""
         let issuer = request.issuer ?? "securotp"
@@ -39,7 +39,7 @@ enum NewTokens {
     }
 
     /// Parses an import source (otpauth, migration, PSKC, SDTID, CTF) bound for `bindingID`.
-    static func imported(_ request: ImportRequest, bindingID: String, now: Int64) throws(ServiceError) -> [NewToken] {
+    public static func imported(_ request: ImportRequest, bindingID: String, now: Int64) throws(ServiceError) -> [NewToken] {
         guard let source = Data(base64Encoded: request.source) else { throw ServiceError(.invalidInput, "source must be base64") }
         var transportKey: SecretBytes?
         if let hex = request.keyHex {

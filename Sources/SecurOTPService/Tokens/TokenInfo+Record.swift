@@ -21,7 +21,7 @@ extension TokenInfo {
 }
 
 extension ResyncResponse {
-    init(_ result: ResyncResult) {
+    public init(_ result: ResyncResult) {
         self.init(kind: result.kind.rawValue, drift: result.drift, counter: result.counter, description: result.description)
     }
 }

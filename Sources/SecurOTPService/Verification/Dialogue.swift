@@ -4,12 +4,12 @@ import SecurOTPStore
 /// Turns the store's verification results into API answers, the same way for every backend,
 /// and mirrors the PAM module's local dialogues: a result that needs another step (next
 /// tokencode, new PIN) becomes a challenge the host answers, at most `maxSteps` in one login.
-enum Dialogue {
+public enum Dialogue {
     /// Follow-up steps per login, as in the module's local mode.
-    static let maxSteps = 2
+    public static let maxSteps = 2
 
     /// The answer for `result`, and the challenge to store when it asks for another step.
-    static func respond(to result: VerifyResult, user: String, host: String, stepsLeft: Int, now: Int64)
+    public static func respond(to result: VerifyResult, user: String, host: String, stepsLeft: Int, now: Int64)
         throws(StoreError) -> (VerifyResponse, PendingChallenge?) {
         func failure(_ info: String? = nil, reason: String) -> VerifyResponse {
             VerifyResponse(result: .reject, reason: reason, failures: result.failures, lockedNow: result.lockedNow, info: info)
@@ -45,7 +45,7 @@ enum Dialogue {
 
     /// new_pin answered: the PIN rules decide; a good PIN is set and a passcode made with it
     /// is asked for (the same step count: setting the PIN was part of this step).
-    static func afterNewPIN(_ pending: PendingChallenge, pin: [UInt8], now: Int64) throws(StoreError) -> (VerifyResponse, PendingChallenge?, setPIN: Bool) {
+    public static func afterNewPIN(_ pending: PendingChallenge, pin: [UInt8], now: Int64) throws(StoreError) -> (VerifyResponse, PendingChallenge?, setPIN: Bool) {
         if let problem = pin.withUnsafeBufferPointer({ PINRules.problem($0, mode: pending.pinMode) }) {
             return (VerifyResponse(result: .reject, serial: pending.serial, reason: "new PIN refused by the PIN rules",
                                    error: DialogueText.pinRefused(problem)), nil, false)
@@ -56,8 +56,5 @@ enum Dialogue {
         return (VerifyResponse(result: .challenge, serial: pending.serial, challenge: next.info, reason: "new PIN set"), next, true)
     }
 
-    static let unknownChallenge = VerifyResponse(result: .reject, reason: "unknown, expired or already answered challenge")
-
-    /// The audit log's result word.
-    static func auditResult(_ response: VerifyResponse) -> String { response.result.rawValue }
+    public static let unknownChallenge = VerifyResponse(result: .reject, reason: "unknown, expired or already answered challenge")
 }

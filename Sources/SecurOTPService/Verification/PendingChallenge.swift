@@ -4,27 +4,40 @@ import SecurOTPStore
 /// A dialogue step the validator started and a host must finish (next tokencode, new PIN,
 /// passcode after a new PIN). Kept in the store, not in memory, so the answer may reach
 /// another validator node; single-use and short-lived.
-struct PendingChallenge: Sendable, Equatable {
+public struct PendingChallenge: Sendable, Equatable {
     /// Seconds a host has to answer.
-    static let lifetime: Int64 = 180
+    public static let lifetime: Int64 = 180
 
-    var id: String
-    var user: String
+    public var id: String
+    public var user: String
     /// The host credential's name: only the host that got the challenge may answer it.
-    var host: String
-    var kind: ChallengeKind
-    var serial: String
+    public var host: String
+    public var kind: ChallengeKind
+    public var serial: String
     /// next_code: the step or counter the first code matched.
-    var position: Int64
+    public var position: Int64
     /// new_pin, passcode: the token's PIN mode.
-    var pinMode: PINMode
+    public var pinMode: PINMode
     /// How many more dialogue steps this login may start (as in the PAM module's local mode).
-    var remaining: Int
-    var expires: Int64
+    public var remaining: Int
+    public var expires: Int64
 
     /// 128 random bits, hex; nil without kernel randomness.
     static func freshID() -> String? {
         SecretBytes.random(count: 16).map { $0.withUnsafeBytes { Hex.encode($0) } }
+    }
+
+    public init(id: String, user: String, host: String, kind: ChallengeKind, serial: String, position: Int64, pinMode: PINMode,
+                remaining: Int, expires: Int64) {
+        self.id = id
+        self.user = user
+        self.host = host
+        self.kind = kind
+        self.serial = serial
+        self.position = position
+        self.pinMode = pinMode
+        self.remaining = remaining
+        self.expires = expires
     }
 
     var info: ChallengeInfo {

@@ -8,7 +8,7 @@ import SecurOTPStore
 struct CommandContext {
     enum Target {
         case local
-        case remote(server: String, credential: String?, caFile: String?)
+        case remote(server: String, credential: String?, caFile: String?, clientCertificate: String?, clientKey: String?)
         case postgres(url: String)
     }
 
@@ -24,7 +24,9 @@ struct CommandContext {
         var settings = Settings()
         if let server = options.server ?? environment("SECUROTP_SERVER") {
             target = .remote(server: server, credential: options.credential ?? environment("SECUROTP_CREDENTIAL"),
-                             caFile: options.caFile ?? environment("SECUROTP_CA_FILE"))
+                             caFile: options.caFile ?? environment("SECUROTP_CA_FILE"),
+                             clientCertificate: options.clientCertificate ?? environment("SECUROTP_CLIENT_CERT"),
+                             clientKey: options.clientKey ?? environment("SECUROTP_CLIENT_KEY"))
             self.settings = settings
             return
         }
@@ -48,9 +50,9 @@ struct CommandContext {
             guard config.hasPrefix("/") else { throw CLIError.usage("--config must be an absolute path (got \(config))") }
             settings.paths.config = config
         }
-        if let keyFile = options.keyFile {
-            guard keyFile.hasPrefix("/") else { throw CLIError.usage("--key-file must be an absolute path (got \(keyFile))") }
-            settings.paths.keyFile = keyFile
+        if let storeKey = options.storeKey {
+            guard storeKey.hasPrefix("/") else { throw CLIError.usage("--store-key must be an absolute path (got \(storeKey))") }
+            settings.paths.keyFile = storeKey
         }
         try settings.load(configRequired: options.config != nil)
         self.settings = settings
@@ -65,8 +67,8 @@ struct CommandContext {
         switch target {
         case .local:
             service = try LocalTokenService(settings: settings, create: create)
-        case .remote(let server, let credential, let caFile):
-            service = try RemoteTokenService(server: server, credentialFile: credential, caFile: caFile)
+        case .remote(let server, let credential, let caFile, let certificate, let key):
+            service = try RemoteTokenService(server: server, credentialFile: credential, caFile: caFile, clientCertificate: certificate, clientKey: key)
         case .postgres(let url):
             service = try await ServiceDirectory.postgres(url: url, settings: settings)
         }

@@ -23,16 +23,24 @@ struct GlobalOptions: ParsableArguments {
         "CA bundle that signed the validator's certificate (env SECUROTP_CA_FILE; default: the system's).", valueName: "FILE"))
     var caFile: String?
 
+    @Option(name: .customLong("client-cert"), help: ArgumentHelp(
+        "Client certificate for a validator that requires mutual TLS (env SECUROTP_CLIENT_CERT).", valueName: "FILE"))
+    var clientCertificate: String?
+
+    @Option(name: .customLong("client-key"), help: ArgumentHelp(
+        "Its private key (env SECUROTP_CLIENT_KEY).", valueName: "FILE"))
+    var clientKey: String?
+
     @Option(name: .customLong("database"), help: ArgumentHelp(
-        "Use the validator's PostgreSQL database directly: postgres://USER:PASSWORD@HOST/DB (with --key-file).", valueName: "URL"))
+        "Use the validator's PostgreSQL database directly: postgres://USER:PASSWORD@HOST/DB (with --store-key).", valueName: "URL"))
     var database: String?
 
-    @Option(name: .customLong("key-file"), help: ArgumentHelp(
-        "The validator's key file, with --database (default /etc/securotp/securotp.key).", valueName: "FILE"))
-    var keyFile: String?
+    @Option(name: .customLong("store-key"), help: ArgumentHelp(
+        "The key file that seals the store's seeds, with --database (default /etc/securotp/securotp.key).", valueName: "FILE"))
+    var storeKey: String?
 
     /// Options that take a value, as `hoistingGlobalOptions` must know them.
-    static let namesWithValue: Set<String> = ["--state-dir", "--config", "--server", "--credential", "--ca-file", "--database", "--key-file"]
+    static let namesWithValue: Set<String> = ["--state-dir", "--config", "--server", "--credential", "--ca-file", "--client-cert", "--client-key", "--database", "--store-key"]
 }
 
 /// `--format text|json` for commands with machine-readable output.

@@ -1,0 +1,137 @@
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema: the same tables as the SQLite store (schema 4), with PostgreSQL's
+/// types. Versions are kept in `securotp_schema`; migrations run in one transaction under an
+/// advisory lock, so nodes starting together migrate once; a newer database is refused.
+enum PostgresSchema {
+    /// A fixed advisory-lock key for migrations (any 64-bit value no other lock uses).
+    static let migrationLock: Int64 = 0x5EC0_7A11_0000_0001
+
+    static let migrations: [String] = [
+        // 1: everything the SQLite store holds at its schema 4.
+        """
+        CREATE TABLE users (
+            name TEXT PRIMARY KEY,
+            failures BIGINT NOT NULL DEFAULT 0,
+            locked_until BIGINT NOT NULL DEFAULT 0,
+            last_failure BIGINT NOT NULL DEFAULT 0
+        );
+        CREATE TABLE tokens (
+            serial TEXT PRIMARY KEY,
+            "user" TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            algorithm TEXT NOT NULL,
+            digits BIGINT NOT NULL,
+            period BIGINT NOT NULL,
+            counter BIGINT NOT NULL DEFAULT 0,
+            last_step BIGINT NOT NULL DEFAULT -1,
+            sealed_seed BYTEA NOT NULL,
+            nickname TEXT NOT NULL DEFAULT '',
+            issuer TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'active',
+            created BIGINT NOT NULL,
+            last_used BIGINT NOT NULL DEFAULT 0,
+            pin_mode TEXT NOT NULL DEFAULT 'none',
+            pin_hash BYTEA,
+            pin_length BIGINT NOT NULL DEFAULT 0,
+            pin_change_required BOOLEAN NOT NULL DEFAULT false,
+            expires BIGINT NOT NULL DEFAULT 0,
+            drift BIGINT NOT NULL DEFAULT 0,
+            source TEXT NOT NULL DEFAULT 'enroll',
+            suite TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX tokens_by_user ON tokens ("user", created, serial);
+        CREATE TABLE recovery_codes (
+            "user" TEXT NOT NULL,
+            id TEXT NOT NULL,
+            hash BYTEA NOT NULL,
+            created BIGINT NOT NULL,
+            used BIGINT NOT NULL DEFAULT 0,
+            PRIMARY KEY ("user", id)
+        );
+        CREATE TABLE credentials (
+            id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            name TEXT NOT NULL,
+            secret_hash BYTEA NOT NULL,
+            users TEXT NOT NULL DEFAULT '',
+            groups TEXT NOT NULL DEFAULT '',
+            offline_codes BIGINT NOT NULL DEFAULT 0,
+            created BIGINT NOT NULL,
+            revoked BIGINT NOT NULL DEFAULT 0,
+            last_used BIGINT NOT NULL DEFAULT 0
+        );
+        CREATE UNIQUE INDEX credentials_active_name ON credentials (kind, name) WHERE revoked = 0;
+        CREATE TABLE audit (
+            id BIGSERIAL PRIMARY KEY,
+            time BIGINT NOT NULL,
+            actor_kind TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            address TEXT NOT NULL,
+            action TEXT NOT NULL,
+            "user" TEXT NOT NULL DEFAULT '',
+            serial TEXT NOT NULL DEFAULT '',
+            result TEXT NOT NULL,
+            detail TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX audit_by_user ON audit ("user", id);
+        CREATE INDEX audit_by_time ON audit (time);
+        CREATE TABLE challenges (
+            id TEXT PRIMARY KEY,
+            "user" TEXT NOT NULL,
+            host TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            serial TEXT NOT NULL,
+            position BIGINT NOT NULL DEFAULT 0,
+            pin_mode TEXT NOT NULL DEFAULT 'none',
+            remaining BIGINT NOT NULL DEFAULT 0,
+            expires BIGINT NOT NULL
+        );
+        CREATE INDEX challenges_by_expiry ON challenges (expires);
+        CREATE TABLE offline_grants (
+            host TEXT NOT NULL,
+            serial TEXT NOT NULL,
+            "user" TEXT NOT NULL,
+            first BIGINT NOT NULL,
+            last BIGINT NOT NULL,
+            PRIMARY KEY (host, serial)
+        );
+        """,
+    ]
+
+    static var currentVersion: Int { migrations.count }
+
+    /// Brings the database to `currentVersion`; refuses one newer than this build.
+    static func migrate(_ client: PostgresClient, logger: Logger) async throws {
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(migrationLock))", logger: logger)
+            try await connection.query("CREATE TABLE IF NOT EXISTS securotp_schema (version INTEGER NOT NULL)", logger: logger)
+            var version = 0
+            for try await (value) in try await connection.query("SELECT max(version) FROM securotp_schema", logger: logger).decode(Int?.self) {
+                version = value ?? 0
+            }
+            guard version <= currentVersion else {
+                throw PostgresSchemaError.tooNew(version, currentVersion)
+            }
+            for index in version..<currentVersion {
+                // One statement per query: the extended protocol takes no statement lists.
+                for statement in migrations[index].split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
+                    try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+                }
+                try await connection.query("INSERT INTO securotp_schema (version) VALUES (\(index + 1))", logger: logger)
+            }
+        }
+    }
+}
+
+enum PostgresSchemaError: Error, CustomStringConvertible {
+    case tooNew(Int, Int)
+
+    var description: String {
+        switch self {
+        case .tooNew(let found, let supported):
+            "the PostgreSQL database has securotp schema \(found), newer than this securotpd (\(supported)); upgrade securotpd"
+        }
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import Logging
+import NIOSSL
+import PostgresNIO
+import SecurOTPCore
+import SecurOTPService
+import SecurOTPStore
+
+/// The TokenService of a PostgreSQL database that several securotpd nodes share. Decisions
+/// come from the same VerificationEngine as the SQLite store; each runs in one transaction
+/// that first takes a per-user advisory lock (so two nodes serialise on a user like two
+/// logins on one SQLite file) and writes with conditional updates, so exactly-once holds even
+/// if the lock were bypassed. Every node needs the same key file: it seals the seeds.
+public final class PostgresTokenService: TokenService, @unchecked Sendable {
+    public let storeKind = "postgres"
+    let client: PostgresClient
+    private let runner: Task<Void, Never>
+    let settings: Settings
+    let keys: KeyFile
+    let engine: VerificationEngine
+    /// The URL without its password, for status and logs.
+    let location: String
+    let logger: Logger
+    let lastTouch = CredentialUse()
+
+    private init(client: PostgresClient, runner: Task<Void, Never>, settings: Settings, keys: KeyFile, location: String, logger: Logger) {
+        self.client = client
+        self.runner = runner
+        self.settings = settings
+        self.keys = keys
+        engine = VerificationEngine(dataKey: keys.dataKey)
+        self.location = location
+        self.logger = logger
+    }
+
+    /// Connects to `url` (postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|require&sslrootcert=FILE]),
+    /// migrates the schema, and loads the key file `settings.paths.keyFile`.
+    public static func connect(url: String, settings: Settings, logger: Logger) async throws(ServiceError) -> PostgresTokenService {
+        let keys: KeyFile
+        do throws(StoreError) { keys = try KeyFile.load(settings.paths.keyFile) } catch { throw ServiceError(error) }
+        let configuration = try PostgresURL.configuration(url)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runner = Task { await client.run() }
+        let service = PostgresTokenService(client: client, runner: runner, settings: settings, keys: keys,
+                                           location: PostgresURL.redacted(url), logger: logger)
+        do {
+            try await PostgresSchema.migrate(client, logger: logger)
+        } catch {
+            runner.cancel()
+            throw service.failure(error, doing: "preparing the database")
+        }
+        return service
+    }
+
+    public func close() async {
+        runner.cancel()
+        _ = await runner.value
+    }
+
+    public func checkHealth() async throws(ServiceError) {
+        try await run("checking the database") { connection in
+            _ = try await connection.query("SELECT 1", logger: self.logger)
+        }
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    // MARK: transactions
+
+    /// Runs `body` in one transaction on a pooled connection; errors become ServiceErrors
+    /// (a StateWrite conflict keeps its message; PostgreSQL's own errors say what failed).
+    func transaction<R: Sendable>(_ doing: String, _ body: @Sendable (PostgresConnection) async throws -> R) async throws(ServiceError) -> R {
+        do {
+            return try await client.withTransaction(logger: logger) { connection in try await body(connection) }
+        } catch {
+            throw failure(error, doing: doing)
+        }
+    }
+
+    /// Runs `body` on a pooled connection outside a transaction (single statements, reads).
+    func run<R: Sendable>(_ doing: String, _ body: @Sendable (PostgresConnection) async throws -> R) async throws(ServiceError) -> R {
+        do {
+            return try await client.withConnection { connection in try await body(connection) }
+        } catch {
+            throw failure(error, doing: doing)
+        }
+    }
+
+    func failure(_ error: any Error, doing: String) -> ServiceError {
+        if let error = error as? ServiceError { return error }
+        if let error = error as? StoreError { return ServiceError(error) }
+        if let error = error as? PostgresTransactionError {
+            return failure(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? error, doing: doing)
+        }
+        if let error = error as? PSQLError {
+            let reason = error.serverInfo?[.message] ?? "\(error.code)"
+            logger.error("PostgreSQL failed", metadata: ["doing": "\(doing)", "error": "\(String(reflecting: error))"])
+            return ServiceError(.database, "PostgreSQL at \(location) failed while \(doing): \(reason)")
+        }
+        if let error = error as? PostgresSchemaError { return ServiceError(.database, "\(error)") }
+        return ServiceError(.database, "PostgreSQL at \(location) failed while \(doing): \(error)")
+    }
+
+    /// Serialises transactions on one user, across every node (released at commit or rollback).
+    func lock(_ user: String, _ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(user), 7))", logger: logger)
+    }
+
+    static func entry(_ caller: Caller, _ action: String, user: String, serial: String = "", result: String = "ok", detail: String = "",
+                      now: Int64) -> AuditEntry {
+        AuditEntry(time: now, actorKind: caller.kind.rawValue, actor: caller.name, address: caller.address, action: action, user: user,
+                   serial: serial, result: result, detail: detail)
+    }
+
+    func append(_ entry: AuditEntry, _ connection: PostgresConnection) async throws {
+        try await connection.query("""
+            INSERT INTO audit (time, actor_kind, actor, address, action, "user", serial, result, detail)
+            VALUES (\(entry.time), \(entry.actorKind), \(entry.actor), \(entry.address), \(entry.action), \(entry.user), \(entry.serial),
+                    \(entry.result), \(entry.detail))
+            """, logger: logger)
+    }
+}
+
+/// `postgres://` URLs: user, password, host, port, database, and TLS by `sslmode`.
+enum PostgresURL {
+    static func configuration(_ url: String) throws(ServiceError) -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
+              let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty else {
+            throw ServiceError(.config, "database: expected postgres://USER:PASSWORD@HOST:PORT/DATABASE (got \(redacted(url)))")
+        }
+        let database = String(components.path.drop { $0 == "/" })
+        let query = Dictionary(uniqueKeysWithValues: (components.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+        let local = host == "localhost" || host == "127.0.0.1" || host == "::1"
+        let mode = query["sslmode"] ?? (local ? "disable" : "require")
+        let tls: PostgresClient.Configuration.TLS
+        switch mode {
+        case "disable":
+            tls = .disable
+        case "require", "verify-full":
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.minimumTLSVersion = .tlsv12
+            if let root = query["sslrootcert"] { configuration.trustRoots = .file(root) }
+            tls = .require(configuration)
+        default:
+            throw ServiceError(.config, "database: sslmode must be disable, require or verify-full (got \(mode))")
+        }
+        var configuration = PostgresClient.Configuration(host: host, port: components.port ?? 5432, username: user,
+                                                         password: components.password, database: database.isEmpty ? user : database, tls: tls)
+        configuration.options.maximumConnections = 32
+        configuration.options.minimumConnections = 2
+        return configuration
+    }
+
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
+    }
+}

@@ -1,0 +1,17 @@
+/// What every backend accepts as a user name and a token nickname.
+public enum InputRules {
+    /// Unix user names as NSS hands them over: no empty names, separators or control characters.
+    public static func validate(user: String) throws(StoreError) {
+        let bytes = Array(user.utf8)
+        guard !bytes.isEmpty, bytes.count <= 256, bytes.first != UInt8(ascii: "-"),
+              !bytes.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") })
+        else { throw StoreError(.invalidInput, "\"\(user)\" is not a valid user name") }
+    }
+
+    public static func validate(nickname: String) throws(StoreError) {
+        guard nickname.count <= 32 else { throw StoreError(.invalidInput, "nickname is \(nickname.count) characters; at most 32 are allowed") }
+        guard !nickname.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7f }) else {
+            throw StoreError(.invalidInput, "nickname contains control characters")
+        }
+    }
+}

@@ -1,0 +1,38 @@
+import SecurOTPCore
+
+public enum VerifyOutcome: Sendable, Equatable {
+    /// `digits` tells a caller with password+code input where the code began.
+    case accepted(serial: String, digits: Int)
+    /// A single-use recovery code was accepted and is now spent.
+    case acceptedRecoveryCode(remaining: Int)
+    case rejected
+    /// The code was right but its step or counter was used before.
+    case replayed(serial: String)
+    /// Locked by earlier failures; nothing was checked.
+    case locked
+    /// The tokencode was right (and is now used up) but the token needs a new PIN first:
+    /// set one with `setPIN`, then ask for a passcode made with it.
+    case newPINRequired(serial: String, pinMode: PINMode)
+    /// The code matched only outside the window, or failures reached `nextCodeAfter`:
+    /// ask for the token's next code and check it with `verifyNextCode(position:)`.
+    case nextCodeRequired(serial: String, position: Int64)
+}
+
+public struct VerifyResult: Sendable, Equatable {
+    public var outcome: VerifyOutcome
+    /// The user has no active token (also for unknown users).
+    public var userHasTokens: Bool
+    /// Failures so far after this attempt, and whether this attempt caused a lock.
+    public var failures: Int
+    public var lockedNow: Bool
+    /// Why, for the admin's log (never a code, PIN or seed): "wrong PIN", "token expired", ...
+    public var note: String = ""
+
+    public init(outcome: VerifyOutcome, userHasTokens: Bool, failures: Int, lockedNow: Bool, note: String = "") {
+        self.outcome = outcome
+        self.userHasTokens = userHasTokens
+        self.failures = failures
+        self.lockedNow = lockedNow
+        self.note = note
+    }
+}

@@ -1,0 +1,176 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import SecurOTPCore
+import SecurOTPPostgres
+import SecurOTPServer
+import SecurOTPService
+import SecurOTPStore
+import Testing
+
+/// Which store answers: every API test runs on both.
+enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var testDescription: String { rawValue }
+}
+
+/// A validator on a fresh store — SQLite in a temporary directory, or a fresh PostgreSQL
+/// database on the test server (SECUROTP_TEST_POSTGRES; scripts/postgres-test.sh starts one)
+/// — with one admin and one host credential, and the application securotpd would run on it.
+struct ValidatorFixture {
+    let directory: String
+    let service: any TokenService
+    let configuration: DaemonConfiguration
+    let admin: String
+    let host: String
+    /// The PostgreSQL database made for this fixture, dropped by `cleanUp`.
+    let database: String?
+
+    static func make(_ backend: Backend = .sqlite, _ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> ValidatorFixture {
+        let directory = try temporaryDirectory()
+        var configuration = DaemonConfiguration()
+        configuration.store.paths = StorePaths(stateDirectory: directory)
+        configuration.listen = .tcp(host: "127.0.0.1", port: 0)
+        configure(&configuration)
+        let service: any TokenService
+        var database: String?
+        switch backend {
+        case .sqlite:
+            service = try LocalTokenService(settings: configuration.store, create: true)
+        case .postgres:
+            _ = try KeyFile.create(configuration.store.paths.keyFile)
+            let name = "securotp_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            try TestPostgres.sql("CREATE DATABASE \(name)")
+            database = name
+            configuration.postgresURL = TestPostgres.url(database: name)
+            var logger = Logger(label: "securotp-test")
+            logger.logLevel = .critical
+            service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: configuration.store, logger: logger)
+        }
+        let admin = try await service.addCredential(kind: .admin, CredentialRequest(name: "root"), caller: .local("test")).credential
+        let host = try await service.addCredential(kind: .host, CredentialRequest(name: "web1"), caller: .local("test")).credential
+        return ValidatorFixture(directory: directory, service: service, configuration: configuration, admin: admin, host: host, database: database)
+    }
+
+    /// Closes the service and removes the store.
+    func cleanUp() async {
+        await service.close()
+        try? FileManager.default.removeItem(atPath: directory)
+        if let database { try? TestPostgres.sql("DROP DATABASE IF EXISTS \(database) WITH (FORCE)") }
+    }
+
+    func application() throws -> some ApplicationProtocol {
+        var logger = Logger(label: "securotpd-test")
+        logger.logLevel = .critical
+        return try buildApplication(configuration: configuration, service: service, logger: logger)
+    }
+
+    /// Runs `body` with an in-process client of the application (no sockets).
+    func withClient<R: Sendable>(_ body: @Sendable (APIClient) async throws -> R) async throws -> R {
+        do {
+            let result = try await application().test(.router) { client in try await body(APIClient(client: client)) }
+            await cleanUp()
+            return result
+        } catch {
+            await cleanUp()
+            throw error
+        }
+    }
+
+    static func temporaryDirectory() throws -> String {
+        var template = Array("/tmp/securotpd-test-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw POSIXError(.EIO) }
+        return String(cString: made)
+    }
+}
+
+/// The PostgreSQL server the tests use, through psql.
+enum TestPostgres {
+    static var server: String {
+        ProcessInfo.processInfo.environment["SECUROTP_TEST_POSTGRES"] ?? "postgres://securotp:securotp-test@127.0.0.1:5432/postgres"
+    }
+
+    static func url(database: String) -> String {
+        guard var components = URLComponents(string: server) else { return server }
+        components.path = "/" + database
+        return components.string ?? server
+    }
+
+    static func sql(_ statement: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
+        process.arguments = [server, "-qAtc", statement]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey:
+                "psql \(statement): \(message) (is PostgreSQL running? scripts/postgres-test.sh starts it)"])
+        }
+    }
+}
+
+/// JSON requests with a bearer credential; every answer's status is checked against the
+/// statuses docs/api/openapi.yaml documents for that operation.
+struct APIClient: Sendable {
+    let client: any TestClientProtocol
+
+    struct Answer: @unchecked Sendable {
+        let status: Int
+        let json: [String: Any]
+        let text: String
+
+        subscript(key: String) -> Any? { json[key] }
+        var string: (String) -> String? { { json[$0] as? String } }
+        var errorCode: String? { (json["error"] as? [String: Any])?["code"] as? String }
+        var errorMessage: String? { (json["error"] as? [String: Any])?["message"] as? String }
+    }
+
+    @discardableResult
+    func call(_ method: HTTPRequest.Method, _ path: String, _ body: [String: Any]? = nil, bearer: String? = nil,
+              rawBody: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Answer {
+        var headers: HTTPFields = [.contentType: "application/json"]
+        if let bearer { headers[.authorization] = "Bearer \(bearer)" }
+        var buffer: ByteBuffer?
+        if let body { buffer = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)) }
+        if let rawBody { buffer = ByteBuffer(string: rawBody) }
+        let response = try await client.execute(uri: path, method: method, headers: headers, body: buffer)
+        let text = String(buffer: response.body)
+        let json = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+        let status = Int(response.status.code)
+        let documented = try OpenAPIDocument.shared.statuses(method: method.rawValue, path: path)
+        #expect(documented.contains(status), "\(method) \(path) answered \(status), not documented (\(documented.sorted())): \(text)",
+                sourceLocation: sourceLocation)
+        if status >= 400 {
+            #expect(response.headers[.contentType] == "application/json", "error without the JSON envelope", sourceLocation: sourceLocation)
+        }
+        return Answer(status: status, json: json, text: text)
+    }
+}
+
+/// Codes computed with the core (the OTP algorithms are checked against RFC vectors and
+/// oathtool elsewhere; here they only drive the API).
+enum Codes {
+    static func totp(_ secret: String, offset: Int64 = 0) -> String {
+        guard let seed = Base32.decode(secret) else { return "" }
+        let now = Int64(Date().timeIntervalSince1970) + offset * 30
+        return String(decoding: OTP.totp(secret: seed, unixTime: now, period: 30, digits: 6, algorithm: .sha1), as: UTF8.self)
+    }
+
+    static func hotp(_ secret: String, counter: UInt64) -> String {
+        guard let seed = Base32.decode(secret) else { return "" }
+        return String(decoding: OTP.hotp(secret: seed, counter: counter, digits: 6, algorithm: .sha1), as: UTF8.self)
+    }
+
+    /// A six-digit code none of `valid` is.
+    static func wrong(avoiding valid: Set<String>) -> String {
+        var code = 0
+        while valid.contains(String(format: "%06d", code)) { code += 1 }
+        return String(format: "%06d", code)
+    }
+}
