@@ -55,6 +55,12 @@ let package = Package(
         // so it may use Foundation (XML) and OpenSSL's EVP interface (COpenSSLImport).
         .target(name: "COpenSSLImport", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "SecurOTPImport", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "COpenSSL", "COpenSSLImport"]),
+        // What both command-line tools share: one-line errors, secret input from the terminal,
+        // text tables, reading an import's source, password and transport key.
+        .target(name: "SecurOTPCommandLine", dependencies: [
+            "SecurOTPCore", "SecurOTPImport",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.
         .target(name: "SecurOTPQR"),
 
@@ -108,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres", "SecurOTPCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -120,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "securotp-authenticator",
             dependencies: [
-                "SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPCore",
+                "SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPCore", "SecurOTPCommandLine",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -34,24 +34,5 @@ enum AuthenticatorSchema {
 
     static var currentVersion: Int64 { Int64(migrations.count) }
 
-    static func migrate(_ db: SQLiteDatabase) throws(StoreError) {
-        let version = try userVersion(db)
-        guard version <= currentVersion else {
-            throw StoreError(.corrupt, "database \(db.path) has format \(version), newer than this securotp-authenticator (\(currentVersion)); upgrade securotp")
-        }
-        guard version < currentVersion else { return }
-        try db.immediateTransaction { () throws(StoreError) in
-            let locked = try userVersion(db) // another process may have migrated meanwhile
-            for index in Int(locked)..<migrations.count {
-                try db.execute(migrations[index])
-                try db.execute("PRAGMA user_version = \(index + 1)")
-            }
-        }
-    }
-
-    static func userVersion(_ db: SQLiteDatabase) throws(StoreError) -> Int64 {
-        let statement = try db.prepare("PRAGMA user_version")
-        defer { statement.reset() }
-        return try statement.step() ? statement.integer(0) : 0
-    }
+    static func migrate(_ db: SQLiteDatabase) throws(StoreError) { try db.migrate(migrations, program: "securotp-authenticator") }
 }

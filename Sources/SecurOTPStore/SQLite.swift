@@ -117,6 +117,33 @@ public final class SQLiteDatabase {
 
     public var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// The schema version kept in SQLite's `user_version`.
+    public func userVersion() throws(StoreError) -> Int64 {
+        let statement = try prepare("PRAGMA user_version")
+        defer { statement.reset() }
+        return try statement.step() ? statement.integer(0) : 0
+    }
+
+    /// Brings the database to version `migrations.count`, each migration moving it one version
+    /// up in one transaction; a database newer than that is refused (`program` names who
+    /// refuses it). Safe when several processes open it at once: the version is re-read under
+    /// the write lock.
+    public func migrate(_ migrations: [String], program: String) throws(StoreError) {
+        let current = Int64(migrations.count)
+        let version = try userVersion()
+        guard version <= current else {
+            throw StoreError(.corrupt, "database \(path) has schema version \(version), newer than this \(program) (\(current)); upgrade securotp")
+        }
+        guard version < current else { return }
+        try immediateTransaction { () throws(StoreError) in
+            let locked = try userVersion()
+            for index in Int(max(0, locked))..<migrations.count {
+                try execute(migrations[index])
+                try execute("PRAGMA user_version = \(index + 1)")
+            }
+        }
+    }
+
     /// Copies the WAL into the database file and empties it, so securotp.db alone is a
     /// complete copy of the store (the admin CLI does this before it exits).
     public func checkpoint() throws(StoreError) {

@@ -295,6 +295,6 @@ extension Store {
     /// See SQLiteDatabase.checkpoint.
     public func checkpoint() throws(StoreError) { try db.checkpoint() }
 
-    public var schemaVersion: Int64 { (try? Schema.userVersion(db)) ?? 0 }
+    public var schemaVersion: Int64 { (try? db.userVersion()) ?? 0 }
     public static var supportedSchemaVersion: Int64 { Schema.currentVersion }
 }

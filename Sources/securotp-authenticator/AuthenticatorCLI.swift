@@ -3,6 +3,7 @@ import Glibc
 import SecurOTPAuthenticator
 import SecurOTPCore
 import SecurOTPImport
+import SecurOTPCommandLine
 
 /// `securotp-authenticator`: the user's software token. The root declares the command tree
 /// only; each subcommand lives in Commands/ and works against a `Context` (store, clock, I/O).
@@ -68,13 +69,6 @@ func hoistingDataDirectory(_ arguments: [String]) -> [String] {
 }
 
 /// A failure the CLI reports as one line and a sysexits(3) code.
-struct CLIError: Error {
-    var message: String
-    var exitCode: Int32
-
-    static func usage(_ message: String) -> CLIError { CLIError(message: message, exitCode: 64) }
-}
-
 extension AuthenticatorError {
     /// sysexits(3): scripts can tell bad input from a store that is not theirs.
     var exitCode: Int32 {

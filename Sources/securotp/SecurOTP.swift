@@ -3,6 +3,7 @@ import Glibc
 import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
+import SecurOTPCommandLine
 
 /// `securotp`: the admin CLI. The root declares the command tree only; each subcommand lives
 /// in Commands/ and works against a `CommandContext` (store, settings, output).
@@ -83,12 +84,4 @@ func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
     let nested = command.configuration.subcommands.map { $0._commandName }
     if !nested.isEmpty, index + 1 < arguments.count, nested.contains(arguments[index + 1]) { words = 2 }
     return Array(arguments[index..<(index + words)]) + globals + arguments[(index + words)...]
-}
-
-/// A failure the CLI reports as one line and a sysexits(3) code.
-struct CLIError: Error {
-    var message: String
-    var exitCode: Int32
-
-    static func usage(_ message: String) -> CLIError { CLIError(message: message, exitCode: 64) }
 }

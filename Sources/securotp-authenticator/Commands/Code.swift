@@ -1,5 +1,6 @@
 import ArgumentParser
 import SecurOTPAuthenticator
+import SecurOTPCommandLine
 
 struct Code: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,6 +3,7 @@ import Foundation
 import SecurOTPAuthenticator
 import SecurOTPCore
 import SecurOTPImport
+import SecurOTPCommandLine
 
 struct Import: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,10 +51,10 @@ struct Import: ParsableCommand {
 
     func run() throws {
         let context = try Context(store)
-        var input = try readSource()
+        var input = try ImportInput.source(source)
         defer { for index in input.indices { input[index] = 0 } } // the source holds the seeds
-        let transportKey = try readKey()
-        var secret = try readPassword()
+        let transportKey = try ImportInput.transportKey(key, file: keyFile)
+        var secret = try ImportInput.password(password, file: passwordFile)
         defer { wipe(&secret) }
         let store = try context.open(create: true)
         let tokens: [StoredToken]
@@ -73,38 +74,5 @@ struct Import: ParsableCommand {
             let example = tokens.count == 1 ? "" : " SERIAL"
             print("\nShow a code with: securotp-authenticator code\(example)")
         }
-    }
-
-    private func readSource() throws -> [UInt8] {
-        let limit = TokenImporter.maximumInputSize + 1 // one byte more, so the importer reports the size
-        if source == "-" { return Array(try FileHandle.standardInput.read(upToCount: limit) ?? Data()) }
-        if FileManager.default.fileExists(atPath: source) {
-            guard let handle = FileHandle(forReadingAtPath: source) else { throw CLIError(message: "cannot read \(source)", exitCode: 66) }
-            defer { try? handle.close() }
-            return Array(try handle.read(upToCount: limit) ?? Data())
-        }
-        if source.contains("://") || source.allSatisfy({ $0.isNumber || $0 == "-" }) || source.count > 100 {
-            return Array(source.utf8)
-        }
-        throw CLIError(message: "\(source): no such file (give a file, - for standard input, or the token string)", exitCode: 66)
-    }
-
-    private func readPassword() throws -> [UInt8]? {
-        if let password { return Array(password.utf8) }
-        guard let passwordFile else { return nil }
-        return try Terminal.firstLine(of: passwordFile, what: "password")
-    }
-
-    private func readKey() throws -> SecretBytes? {
-        var text = key
-        if let keyFile {
-            text = String(decoding: try Terminal.firstLine(of: keyFile, what: "transport key"), as: UTF8.self)
-                .trimmingCharacters(in: .whitespaces)
-        }
-        guard let text else { return nil }
-        guard let bytes = Hex.decode(text), [16, 24, 32].contains(bytes.count) else {
-            throw CLIError(message: "the transport key must be 16, 24 or 32 bytes of hex", exitCode: 65)
-        }
-        return SecretBytes(copying: bytes)
     }
 }

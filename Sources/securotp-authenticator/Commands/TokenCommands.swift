@@ -1,5 +1,6 @@
 import ArgumentParser
 import SecurOTPAuthenticator
+import SecurOTPCommandLine
 
 struct Nickname: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import SecurOTPAuthenticator
 import SecurOTPCore
+import SecurOTPCommandLine
 
 struct VersionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import SecurOTPAuthenticator
+import SecurOTPCommandLine
 
 /// The option every subcommand takes.
 struct StoreOptions: ParsableArguments {
@@ -8,11 +9,6 @@ struct StoreOptions: ParsableArguments {
         "Keep the store in this directory instead of $XDG_DATA_HOME/securotp (env SECUROTP_AUTHENTICATOR_DIR).",
         valueName: "DIR"))
     var dataDirectory: String?
-}
-
-/// `--format text|json` for commands whose output is data.
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-    case text, json
 }
 
 /// What a command runs against: the store's paths, this process's identity, the clock.
@@ -36,10 +32,4 @@ struct Context {
         standardError("securotp-authenticator: \(message)\n")
         exit(exitCode)
     }
-}
-
-/// Writes to file descriptor 2 (Glibc's `stderr` global is not concurrency-safe in Swift 6).
-func standardError(_ text: String) {
-    var bytes = Array(text.utf8)
-    _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
 }

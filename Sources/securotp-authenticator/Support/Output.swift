@@ -1,6 +1,7 @@
 import Foundation
 import SecurOTPAuthenticator
 import SecurOTPCore
+import SecurOTPCommandLine
 
 /// Text tables and JSON for the commands' output.
 enum Output {
@@ -11,21 +12,7 @@ enum Output {
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 
-    /// Left-aligned columns separated by two spaces.
-    static func table(_ header: [String], _ rows: [[String]]) -> String {
-        var widths = header.map(\.count)
-        for row in rows {
-            for (index, cell) in row.enumerated() where index < widths.count { widths[index] = max(widths[index], cell.count) }
-        }
-        func line(_ cells: [String]) -> String {
-            var text = ""
-            for (index, cell) in cells.enumerated() {
-                text += index == cells.count - 1 ? cell : cell + String(repeating: " ", count: widths[index] - cell.count + 2)
-            }
-            return text
-        }
-        return ([line(header)] + rows.map(line)).joined(separator: "\n")
-    }
+    static func table(_ header: [String], _ rows: [[String]]) -> String { TextTable.render(header, rows) }
 
     static let tokenHeader = ["SERIAL", "NICKNAME", "ISSUER", "KIND", "ALGORITHM", "DIGITS", "INTERVAL", "PIN", "EXPIRES"]
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import SecurOTPService
 import SecurOTPStore
+import SecurOTPCommandLine
 
 /// `securotp host add|list|revoke` and `securotp admin add|list|revoke`: who may call a
 /// securotpd validator. Credentials are printed once (or written to a file) and kept hashed.

@@ -4,6 +4,7 @@ import SecurOTPCore
 import SecurOTPQR
 import SecurOTPService
 import SecurOTPStore
+import SecurOTPCommandLine
 
 struct Enroll: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,6 +3,7 @@ import Foundation
 import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
+import SecurOTPCommandLine
 
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -54,8 +55,10 @@ struct Import: AsyncParsableCommand {
     func run() async throws {
         let context = try CommandContext(global)
         try Store.validate(user: user)
-        let request = ImportRequest(source: Data(try readSource()).base64EncodedString(), password: try readPassword(),
-                                    keyHex: try readKey(), nickname: nickname)
+        let password = try ImportInput.password(password, file: passwordFile).map { String(decoding: $0, as: UTF8.self) }
+        let keyHex = try ImportInput.transportKey(key, file: keyFile).map { key in key.withUnsafeBytes { Hex.encode($0) } }
+        let request = ImportRequest(source: Data(try ImportInput.source(source)).base64EncodedString(), password: password,
+                                    keyHex: keyHex, nickname: nickname)
         let imported: TokenList
         do {
             imported = try await context.withService(create: true) { service in
@@ -78,33 +81,5 @@ struct Import: AsyncParsableCommand {
                 print("\nTokens with a PIN mode and no PIN yet ask for a new PIN at the first login (or: securotp pin set \(user) SERIAL).")
             }
         }
-    }
-
-    private func readSource() throws -> [UInt8] {
-        if source == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
-        if FileManager.default.fileExists(atPath: source) {
-            guard let data = FileManager.default.contents(atPath: source) else {
-                throw CLIError(message: "cannot read \(source)", exitCode: 66)
-            }
-            return Array(data)
-        }
-        if source.contains("://") || source.allSatisfy({ $0.isNumber || $0 == "-" }) || source.count > 100 {
-            return Array(source.utf8)
-        }
-        throw CLIError(message: "\(source): no such file (give a file, - for standard input, or the token string)", exitCode: 66)
-    }
-
-    private func readPassword() throws -> String? {
-        if let password { return password }
-        guard let passwordFile else { return nil }
-        guard let data = FileManager.default.contents(atPath: passwordFile) else { throw CLIError(message: "cannot read \(passwordFile)", exitCode: 66) }
-        return String(decoding: data.prefix { $0 != 10 && $0 != 13 }, as: UTF8.self)
-    }
-
-    private func readKey() throws -> String? {
-        if let key { return key }
-        guard let keyFile else { return nil }
-        guard let data = FileManager.default.contents(atPath: keyFile) else { throw CLIError(message: "cannot read \(keyFile)", exitCode: 66) }
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SecurOTPService
+import SecurOTPCommandLine
 
 /// `securotp import-batch FILE`: many users at once, one line each — for moving a fleet from
 /// another system. Each line is imported on its own (all of its tokens or none); the lines run

@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import SecurOTPService
 import SecurOTPStore
+import SecurOTPCommandLine
 
 struct PIN: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,8 +33,8 @@ struct PIN: AsyncParsableCommand {
                     throw ServiceError(.notFound, "\(user) has no token with serial \(serial); see: securotp list \(user)")
                 }
             }
-            var first = try SecretInput.read(prompt: "New PIN: ")
-            var second = try SecretInput.read(prompt: "New PIN again: ")
+            var first = try Terminal.secretLine(prompt: "New PIN: ", what: "PIN (give it twice, one per line)")
+            var second = try Terminal.secretLine(prompt: "New PIN again: ", what: "second PIN line")
             defer {
                 for index in first.indices { first[index] = 0 }
                 for index in second.indices { second[index] = 0 }
@@ -69,36 +70,5 @@ struct PIN: AsyncParsableCommand {
             try await context.withService { service in try await service.requirePIN(user: user, serial: serial, caller: context.caller) }
             print("Token \(serial) of \(user) will ask for a new PIN at the next login.")
         }
-    }
-}
-
-/// A secret line from the terminal with echo off, or from standard input when it is not a terminal.
-enum SecretInput {
-    static func read(prompt: String) throws -> [UInt8] {
-        let terminal = isatty(0) == 1
-        var saved = termios()
-        if terminal {
-            // Echo goes off before the prompt appears, so a PIN typed early is never shown.
-            tcgetattr(0, &saved)
-            var quiet = saved
-            quiet.c_lflag &= ~tcflag_t(ECHO)
-            tcsetattr(0, TCSANOW, &quiet)
-            standardError(prompt)
-        }
-        defer {
-            if terminal {
-                tcsetattr(0, TCSANOW, &saved)
-                standardError("\n")
-            }
-        }
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while Glibc.read(0, &byte, 1) == 1 {
-            if byte == 10 { return line }
-            if byte != 13 { line.append(byte) }
-            guard line.count <= 256 else { throw CLIError(message: "input line too long", exitCode: 65) }
-        }
-        if line.isEmpty { throw CLIError(message: "no PIN given on standard input (two lines expected)", exitCode: 65) }
-        return line
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SecurOTPService
+import SecurOTPCommandLine
 
 struct RecoveryCodesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
 import SecurOTPService
+import SecurOTPCommandLine
 
 struct Status: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Show where the store lives and what it holds.")

@@ -1,6 +1,7 @@
 import Glibc
 import SecurOTPService
 import SecurOTPStore
+import SecurOTPCommandLine
 
 /// What a command runs against: a TokenService — the local SQLite store (default; root or
 /// --state-dir), PostgreSQL (--database), or a remote validator (--server) — and the settings
@@ -115,10 +116,4 @@ struct CommandContext {
         var buffer = [CChar](repeating: 0, count: 4096)
         return getpwnam_r(user, &entry, &buffer, buffer.count, &result) == 0 && result != nil
     }
-}
-
-/// Writes to file descriptor 2 (Glibc's `stderr` global is not concurrency-safe in Swift 6).
-func standardError(_ text: String) {
-    var bytes = Array(text.utf8)
-    _ = bytes.withUnsafeMutableBytes { write(2, $0.baseAddress, $0.count) }
 }

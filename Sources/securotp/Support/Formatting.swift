@@ -1,5 +1,6 @@
 import Glibc
 import SecurOTPService
+import SecurOTPCommandLine
 
 enum Formatting {
     /// "2026-11-22 14:03:07Z", or "never" for 0.
@@ -18,22 +19,7 @@ enum Formatting {
         return .string(time(unix).replacingOccurrences(of: " ", with: "T"))
     }
 
-    /// Left-aligned columns separated by two spaces.
-    static func table(_ header: [String], _ rows: [[String]]) -> String {
-        var widths = header.map(\.count)
-        for row in rows {
-            for (index, cell) in row.enumerated() where index < widths.count { widths[index] = max(widths[index], cell.count) }
-        }
-        func line(_ cells: [String]) -> String {
-            var text = ""
-            for (index, cell) in cells.enumerated() {
-                let isLast = index == cells.count - 1
-                text += isLast ? cell : cell + String(repeating: " ", count: widths[index] - cell.count + 2)
-            }
-            return text
-        }
-        return ([line(header)] + rows.map(line)).joined(separator: "\n")
-    }
+    static func table(_ header: [String], _ rows: [[String]]) -> String { TextTable.render(header, rows) }
 
     static func json(_ token: TokenInfo) -> JSONValue {
         var members: [(String, JSONValue)] = [

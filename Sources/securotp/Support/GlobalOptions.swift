@@ -42,8 +42,3 @@ struct GlobalOptions: ParsableArguments {
     /// Options that take a value, as `hoistingGlobalOptions` must know them.
     static let namesWithValue: Set<String> = ["--state-dir", "--config", "--server", "--credential", "--ca-file", "--client-cert", "--client-key", "--database", "--store-key"]
 }
-
-/// `--format text|json` for commands with machine-readable output.
-enum OutputFormat: String, ExpressibleByArgument, CaseIterable {
-    case text, json
-}

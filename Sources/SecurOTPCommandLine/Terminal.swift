@@ -2,11 +2,11 @@ import Glibc
 
 /// Secrets and confirmations from the user: the terminal with echo off, or a line of standard
 /// input when it is not a terminal (scripts, tests).
-enum Terminal {
-    static var isInteractive: Bool { isatty(0) == 1 }
+public enum Terminal {
+    public static var isInteractive: Bool { isatty(0) == 1 }
 
     /// One line, without its newline; echo is off while a terminal reads it. The caller wipes it.
-    static func secretLine(prompt: String, what: String) throws -> [UInt8] {
+    public static func secretLine(prompt: String, what: String) throws -> [UInt8] {
         let terminal = isInteractive
         var saved = termios()
         if terminal {
@@ -30,7 +30,7 @@ enum Terminal {
     }
 
     /// The first line of a file (a PIN or password file).
-    static func firstLine(of path: String, what: String) throws -> [UInt8] {
+    public static func firstLine(of path: String, what: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError(message: "cannot read \(path): \(String(cString: strerror(errno)))", exitCode: 66) }
         defer { close(fd) }
@@ -39,7 +39,7 @@ enum Terminal {
     }
 
     /// A question answered on the terminal; true only for "yes".
-    static func confirm(_ question: String) throws -> Bool {
+    public static func confirm(_ question: String) throws -> Bool {
         standardError(question)
         var answer = try readLine(fd: 0, what: "answer") ?? []
         defer { for index in answer.indices { answer[index] = 0 } }
@@ -68,7 +68,7 @@ enum Terminal {
 }
 
 /// Zeroes a secret line (PIN, password) and drops it.
-func wipe(_ bytes: inout [UInt8]?) {
+public func wipe(_ bytes: inout [UInt8]?) {
     guard var value = bytes else { return }
     for index in value.indices { value[index] = 0 }
     bytes = nil
