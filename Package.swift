@@ -1,7 +1,7 @@
 // swift-tools-version: 6.0
 //
 // Target graph (DESIGN.md §3): everything pam_securotp.so links — CPAM, COpenSSL, CSQLite,
-// SecurOTPCore, SecurOTPStore, SecurOTPAuth — is Foundation-free and concurrency-free and is
+// CHTTP, SecurOTPCore, SecurOTPStore, SecurOTPAuth — is Foundation-free and concurrency-free and is
 // compiled with `pamSafe`. The CLI and the QR renderer may use more; the module never links them.
 import PackageDescription
 
@@ -45,8 +45,9 @@ let package = Package(
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
         // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs.
         .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CPosix"], swiftSettings: pamSafe),
-        // The PAM module's logic: options, conversation, groups, verify-and-record.
-        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CPosix"], swiftSettings: pamSafe),
+        // The PAM module's logic: options, conversation, groups, verify-and-record, and the
+        // remote mode's requests to a validator (CHTTP: libcurl is dlopen'd, never linked).
+        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CPosix", "CHTTP"], swiftSettings: pamSafe),
         // RSA SecurID 128-bit tokencodes (time-based, AES) with PIN modes. Linked by the module.
         .target(name: "SecurOTPSecurID", dependencies: ["SecurOTPCore", "COpenSSL"], swiftSettings: pamSafe),
         // Token import formats: otpauth URIs, Google Authenticator migration, PSKC (RFC 6030),

@@ -3,8 +3,9 @@
 # missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench
 set -euo pipefail
 
-# libcurl4-openssl-dev: headers only (the module and CLI dlopen libcurl.so.4 when they ask a validator).
-build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev)
+# libcurl4-openssl-dev: headers only; libcurl4: the library the module and CLI dlopen
+# (libcurl.so.4) when they ask a validator.
+build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4)
 # postgresql: the validator's PostgreSQL tests (scripts/postgres-test.sh starts it); openssl:
 # test certificates; curl: racing requests at validator nodes.
 test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml postgresql postgresql-client openssl curl)

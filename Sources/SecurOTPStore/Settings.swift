@@ -15,6 +15,8 @@ public struct Settings: Sendable, Equatable {
     public var forwardPass = false
     public var debug = false
     public var maxTokens = 10
+    /// Remote mode (`validator=` and its companions); disabled by default.
+    public var remote = ValidatorSettings()
 
     public init() {}
 
@@ -79,6 +81,19 @@ public struct Settings: Sendable, Equatable {
         case "forward_pass": forwardPass = try flag()
         case "debug": debug = try flag()
         case "max_tokens": maxTokens = try integer(1...100)
+        case "validator":
+            guard let value, let address = ValidatorAddress(parsing: value) else {
+                throw fail("expected https://HOST:PORT (http:// only on 127.0.0.1, ::1 or localhost), or unix:/PATH")
+            }
+            remote.address = address
+        case "host_credential": remote.hostCredential = try path()
+        case "ca_file": remote.caFile = try path()
+        case "client_cert": remote.clientCertificate = try path()
+        case "client_key": remote.clientKey = try path()
+        case "timeout": remote.timeout = try integer(ValidatorSettings.timeoutRange)
+        case "failmode":
+            guard let value, let mode = FailMode(rawValue: value) else { throw fail("expected secure or safe") }
+            remote.failMode = mode
         default:
             throw StoreError(.config, "\(origin.describe(key)): unknown setting; see securotp.conf(5) or docs/configuration.md")
         }
@@ -146,6 +161,7 @@ public struct Settings: Sendable, Equatable {
         if settings.useFirstPass && settings.forwardPass {
             throw StoreError(.config, "module arguments use_first_pass and forward_pass exclude each other")
         }
+        try settings.remote.validate()
         return settings
     }
 }

@@ -31,6 +31,20 @@ struct BuildContractTests {
                 "linked with -z now: \(readelf.stdout)")
     }
 
+    @Test("libcurl is not linked: no libcurl NEEDED and no curl_* symbol to bind; remote mode dlopens it")
+    func libcurlIsLoadedOnlyWhenUsed() throws {
+        let module = try Binaries.module()
+        let readelf = try Run.run("/usr/bin/readelf", ["-d", module])
+        try #require(readelf.status == 0, "\(readelf)")
+        let needed = readelf.lines.filter { $0.contains("(NEEDED)") }
+        #expect(!needed.contains { $0.contains("libcurl") || $0.contains("libssl") || $0.contains("libnghttp") }, "\(needed)")
+        let nm = try Run.run("/usr/bin/nm", ["-D", "--undefined-only", module])
+        try #require(nm.status == 0, "\(nm)")
+        #expect(!nm.lines.contains { $0.contains("curl_") }, "libcurl symbols bound at load time: \(nm.stdout)")
+        let strings = try Run.run("/usr/bin/strings", [module])
+        #expect(strings.lines.contains("libcurl.so.4"), "the module names the library it dlopens")
+    }
+
     @Test("dlopen(RTLD_NOW) succeeds in a plain C program and finds both entry points")
     func loadsWithRTLDNow() throws {
         let module = try Binaries.module()

@@ -37,6 +37,7 @@ enum Binaries {
     }
 
     static func securotp() throws -> String { try path("securotp") }
+    static func securotpd() throws -> String { try path("securotpd") }
     static func pamCheck() throws -> String { try path("pam-check") }
     /// SECUROTP_MODULE names the module under test (make test runs the suite for the SwiftPM
     /// build and for the Embedded Swift build); default: libpam_securotp.so in the bin dir.
@@ -116,6 +117,15 @@ struct ProcessResult: CustomStringConvertible, Sendable {
     var infos: [String] { values("info: ") }
     /// pam-check: the pam_strerror text of the final result.
     var result: String? { values("result: ").last }
+    /// pam-check: PAM_ERROR_MSG messages.
+    var errors: [String] { values("error: ") }
+    /// pam-check with PAM_CHECK_PROCESS=1: threads before pam_start and after pam_end, and
+    /// whether libcurl was loaded.
+    var threadsBefore: Int? { values("threads-before: ").last.flatMap { Int($0) } }
+    var threadsAfter: Int? { values("threads-after: ").last.flatMap { Int($0) } }
+    var libcurlLoaded: Bool? { values("libcurl-loaded: ").last.map { $0 == "yes" } }
+    /// The conversation alone (prompts and messages), without the process report.
+    var conversation: [String] { lines.filter { !$0.hasPrefix("threads-") && !$0.hasPrefix("libcurl-") } }
 
     var description: String {
         "`\(command.joined(separator: " "))` exited \(status)\n--- stdout:\n\(stdout)--- stderr:\n\(stderr)---"
@@ -178,7 +188,7 @@ enum Run {
         return directory
     }
 
-    static let controlledVariables = ["PAM_CHECK_SILENT", "SECUROTP_STATE_DIR"]
+    static let controlledVariables = ["PAM_CHECK_SILENT", "PAM_CHECK_PROCESS", "SECUROTP_STATE_DIR"]
 
     /// Starts `executable` with stdin from /dev/null and stdout/stderr captured in temporary
     /// files (no pipes, so no deadlock however much a child writes, and no waiting for EOF).
@@ -258,7 +268,15 @@ final class Sandbox {
         guard mkdir(root + "/pam.d", 0o755) == 0 else { throw HarnessError("cannot create \(root)/pam.d") }
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: root) }
+    /// Helpers that must live as long as the sandbox (a validator process), stopped first.
+    private var companions: [AnyObject] = []
+
+    func keepAlive(_ companion: AnyObject) { companions.append(companion) }
+
+    deinit {
+        companions.removeAll()
+        try? FileManager.default.removeItem(atPath: root)
+    }
 
     // MARK: files
 
@@ -346,16 +364,18 @@ final class Sandbox {
         return name
     }
 
-    /// Starts `pam-check --confdir DIR SERVICE USER RESPONSES...`.
-    func startLogin(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false) throws -> Child {
+    /// Starts `pam-check --confdir DIR SERVICE USER RESPONSES...`; `process` asks it to report
+    /// thread counts and whether libcurl was loaded.
+    func startLogin(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false) throws -> Child {
         var environment: [String: String] = [:]
         if silent { environment["PAM_CHECK_SILENT"] = "1" }
+        if process { environment["PAM_CHECK_PROCESS"] = "1" }
         return try Run.start(pamCheck, ["--confdir", pamDirectory, service, user] + responses, environment: environment)
     }
 
     /// One authentication through libpam; the exit status is the PAM code.
-    func login(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false) throws -> ProcessResult {
-        try startLogin(service, user, responses, silent: silent).wait()
+    func login(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false) throws -> ProcessResult {
+        try startLogin(service, user, responses, silent: silent, process: process).wait()
     }
 }
 

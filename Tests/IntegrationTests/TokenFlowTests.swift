@@ -173,8 +173,19 @@ extension TokenFlowTests {
         let result = try box.cli(["enroll", "root", "--ocra", suite, "--format", "json"])
         let json = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
         let key = try #require(json?["key_hex"] as? String, "\(result)")
-        // The oracle reads the challenge out of the prompt and answers with PyPI oath
-        // (counter 0 for C suites, now for T suites).
+        let script = try Self.ocraOracle(box, suite: suite, keyHex: key)
+        let service = try box.service("ocra", ["deny=0"])
+        let login = try box.login(service, "root", [script])
+        #expect(login.status == PAM.success, "\(login)")
+        #expect(login.prompts.first?.hasPrefix("Challenge ") == true, "\(login)")
+        // A response to another challenge is refused.
+        let stale = try box.login(service, "root", ["!python3 -c 'print(\"12345678\")'"])
+        #expect(stale.status == PAM.authError, "\(stale)")
+    }
+
+    /// A pam-check answer script: the oracle reads the challenge out of the prompt and answers
+    /// with PyPI oath (counter 0 for C suites, now for T suites). Returns the `!python3 …` response.
+    static func ocraOracle(_ box: Sandbox, suite: String, keyHex: String) throws -> String {
         let script = box.path("ocra-answer.py")
         try box.write("""
             import os, re, time
@@ -184,14 +195,8 @@ extension TokenFlowTests {
             args = {"Q": challenge}
             if "-C-" in "\(suite)" or ":C-" in "\(suite)": args["C"] = 0
             if "-T" in "\(suite)": args["T_precomputed"] = int(time.time()) // 60
-            print(suite(bytes.fromhex("\(key)"), **args))
+            print(suite(bytes.fromhex("\(keyHex)"), **args))
             """, to: script)
-        let service = try box.service("ocra", ["deny=0"])
-        let login = try box.login(service, "root", ["!python3 \(script)"])
-        #expect(login.status == PAM.success, "\(login)")
-        #expect(login.prompts.first?.hasPrefix("Challenge ") == true, "\(login)")
-        // A response to another challenge is refused.
-        let stale = try box.login(service, "root", ["!python3 -c 'print(\"12345678\")'"])
-        #expect(stale.status == PAM.authError, "\(stale)")
+        return "!python3 \(script)"
     }
 }

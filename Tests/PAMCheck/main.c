@@ -8,11 +8,14 @@
  * COMMAND runs through /bin/sh with PAM_CHECK_PROMPT set to the prompt, and its first output
  * line is the answer (for challenge-response prompts). Environment:
  *   PAM_CHECK_SILENT=1    pass PAM_SILENT
+ *   PAM_CHECK_PROCESS=1   also print "threads-before: N" (before pam_start), "threads-after: N"
+ *                         and "libcurl-loaded: yes|no" (after pam_end), from /proc/self
  * Prints one line per conversation message ("prompt: ...", "info: ...", "error: ..."), then
  * "result: NAME". Exit status is the PAM code. (Linux-PAM lets only modules read or set
  * PAM_AUTHTOK; tests put pam_exec.so expose_authtok in the stack to provide or observe it.)
  */
 #include <security/pam_appl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +68,30 @@ static int converse(int n, const struct pam_message **msg, struct pam_response *
     return PAM_SUCCESS;
 }
 
+/* The Threads: line of /proc/self/status, or -1. */
+static int thread_count(void) {
+    FILE *status = fopen("/proc/self/status", "r");
+    if (status == NULL) return -1;
+    char line[256];
+    int threads = -1;
+    while (fgets(line, sizeof line, status) != NULL) {
+        if (sscanf(line, "Threads: %d", &threads) == 1) break;
+    }
+    fclose(status);
+    return threads;
+}
+
+/* Whether libcurl is mapped into this process (the module loads it only in remote mode). */
+static bool libcurl_loaded(void) {
+    FILE *maps = fopen("/proc/self/maps", "r");
+    if (maps == NULL) return false;
+    char line[1024];
+    bool found = false;
+    while (!found && fgets(line, sizeof line, maps) != NULL) found = strstr(line, "/libcurl") != NULL;
+    fclose(maps);
+    return found;
+}
+
 int main(int argc, char **argv) {
     const char *confdir = NULL;
     int first = 1;
@@ -76,6 +103,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: pam-check [--confdir DIR] SERVICE USER [RESPONSE...]\n");
         return 64;
     }
+    const char *process = getenv("PAM_CHECK_PROCESS");
+    bool report_process = process != NULL && strcmp(process, "1") == 0;
+    if (report_process) printf("threads-before: %d\n", thread_count());
     struct answers answers = {argv + first + 2, argc - first - 2, 0};
     struct pam_conv conv = {converse, &answers};
     pam_handle_t *pamh = NULL;
@@ -89,5 +119,9 @@ int main(int argc, char **argv) {
     printf("result: %s\n", pam_strerror(pamh, rc));
     fflush(stdout);
     pam_end(pamh, rc);
+    if (report_process) {
+        printf("threads-after: %d\nlibcurl-loaded: %s\n", thread_count(), libcurl_loaded() ? "yes" : "no");
+        fflush(stdout);
+    }
     return rc;
 }

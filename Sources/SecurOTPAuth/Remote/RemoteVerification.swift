@@ -1,0 +1,189 @@
+import CPAM
+import CPosix
+import SecurOTPCore
+import SecurOTPStore
+
+/// Remote mode: a securotpd validator decides (`validator=`), through the /v1 host API —
+/// preflight before the prompt, verify, and the answers to its challenges. The conversation
+/// is the local one (Authenticator.converse, the same texts), so a user cannot tell the modes
+/// apart, and every decision is the store's on the validator.
+///
+/// When the validator cannot be asked, `failmode` decides (secure: PAM_AUTHINFO_UNAVAIL,
+/// safe: PAM_IGNORE). What the admin must fix — a refused credential, unsafe files — always
+/// denies: those are never a reason to let a login through without its second factor.
+struct RemoteVerification: PasscodeCheck {
+    /// Challenge answers one login may send: a new PIN, the passcode made with it, and a next
+    /// code, with room for one more (the validator bounds its dialogues itself).
+    static let maxAnswers = 4
+
+    let login: LoginContext
+    private var client: ValidatorClient?
+    private(set) var challenge: String?
+    private(set) var matchedDigits: Int?
+    /// How many trailing characters of a forward_pass answer are sent: the longest code of the
+    /// user's tokens. Never more: the password stays on this host.
+    private var codeLength = 6
+
+    init(_ login: LoginContext) { self.login = login }
+
+    private var session: PAMSession { login.session }
+    private var remote: ValidatorSettings { login.settings.remote }
+    private var source: String { " [validator]" }
+
+    mutating func prepare() -> Preparation {
+        // A name no account can have is never sent; it is prompted and refused like others.
+        guard login.validName else { return .ask }
+        let client: ValidatorClient
+        do {
+            client = try ValidatorClient(remote)
+        } catch {
+            session.log(LOG_ERR, "remote mode unusable, denying \(login.shownUser): \(error.message)")
+            return .finish(PAM_AUTHINFO_UNAVAIL)
+        }
+        self.client = client
+        let preflight: PreflightAnswer
+        do throws(ValidatorFailure) {
+            let json = try client.post("/v1/preflight", JSONWriter.object([(key: "user", value: .text(login.user))]))
+            guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
+            preflight = answer
+        } catch {
+            return skipOrFinish(failed(error, during: "preflight"))
+        }
+        if login.settings.nullok, login.known, !preflight.hasTokens {
+            session.debugLog("user \(login.shownUser) has no token (validator); nullok: ignoring")
+            return .finish(PAM_IGNORE)
+        }
+        var lengths = preflight.codeDigits
+        if login.known, let text = preflight.ocraSuite {
+            guard let suite = try? OCRASuite(text) else {
+                return skipOrFinish(failed(.unavailable("unusable OCRA suite in the preflight answer"), during: "preflight"))
+            }
+            challenge = suite.randomChallenge()
+            lengths.append(suite.digits)
+        }
+        codeLength = lengths.filter { $0 > 0 }.max() ?? 6
+        return .ask
+    }
+
+    private func skipOrFinish(_ code: Int32) -> Preparation {
+        code == PAM_IGNORE ? .skipFactor : .finish(code)
+    }
+
+    mutating func check(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> Int32 {
+        guard login.validName, let client else {
+            session.log(LOG_NOTICE, "rejected code for \(login.shownUser) (not sent to the validator)")
+            return PAM_AUTH_ERR
+        }
+        // forward_pass: only the trailing code leaves this host, never the password.
+        let forward = login.settings.forwardPass
+        let passcode = forward ? UnsafeBufferPointer(rebasing: input[max(0, input.count - codeLength)...]) : input
+        var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "passcode", value: .secret(passcode))]
+        if forward { fields.append((key: "code_at_end", value: .bool(true))) }
+        if let challenge { fields.append((key: "challenge", value: .text(challenge))) }
+        // `countsFailure` is not sent: a miss with try_first_pass's password is counted too, as
+        // the API has no uncounted checks (so that no host can guess without counting).
+        return send("/v1/verify", JSONWriter.object(fields), client: client, answersLeft: Self.maxAnswers)
+    }
+
+    /// Sends a verification or a challenge's answer and turns what comes back into a PAM code,
+    /// answering further challenges while they come (at most `answersLeft`).
+    private mutating func send(_ path: String, _ body: SecretBytes, client: ValidatorClient, answersLeft: Int) -> Int32 {
+        let answer: VerifyAnswer
+        do throws(ValidatorFailure) {
+            guard let parsed = VerifyAnswer(try client.post(path, body)) else { throw ValidatorFailure.unavailable("unreadable verification answer") }
+            answer = parsed
+        } catch {
+            return failed(error, during: "verification")
+        }
+        let user = login.shownUser
+        let serial = answer.serial ?? "?"
+        let report: StepReport
+        switch answer.result {
+        case .accept:
+            matchedDigits = answer.codeDigits
+            report = StepReport(serial == "recovery" ? .acceptedRecoveryCode : .accepted(serial: serial), note: answer.reason,
+                                info: answer.info, error: answer.error, source: source)
+        case .reject:
+            report = StepReport(answer.isReplay ? .replayed : .rejected, note: answer.reason, failures: answer.failures,
+                                lockedNow: answer.lockedNow, info: answer.info, error: answer.error, source: source)
+        case .locked:
+            report = StepReport(.locked, note: answer.reason, failures: answer.failures, info: answer.info, error: answer.error, source: source)
+        case .challenge:
+            guard let challenge = answer.challenge, answersLeft > 0 else {
+                session.log(LOG_ERR, "the validator asked \(user) for more dialogue steps than a login may take; denying")
+                return PAM_AUTH_ERR
+            }
+            if let info = answer.info { session.tell(info) }
+            if let error = answer.error { session.error(error) }
+            return dialogue(challenge, serial: serial, reason: answer.reason, client: client, answersLeft: answersLeft - 1)
+        }
+        return session.conclude(report, user: user)
+    }
+
+    /// One challenge: the validator's prompt (echo off), the user's answer, the validator's
+    /// next answer. A new PIN is asked twice and compared here; entries that differ end the
+    /// login without telling the validator, as in local mode.
+    private mutating func dialogue(_ challenge: VerifyAnswer.Challenge, serial: String, reason: String, client: ValidatorClient,
+                                   answersLeft: Int) -> Int32 {
+        let user = login.shownUser
+        let response: UnsafeMutablePointer<CChar>
+        switch challenge.kind {
+        case .nextCode:
+            session.log(LOG_NOTICE, "asking \(user) for the next code of token \(serial) (\(reason))\(source)")
+            let (code, answer) = session.askSecret(challenge.prompt)
+            guard let answer else { return code }
+            response = answer
+        case .passcode:
+            session.log(LOG_NOTICE, "\(user) set a new PIN for token \(serial)\(source)")
+            let (code, answer) = session.askSecret(challenge.prompt)
+            guard let answer else { return code }
+            response = answer
+        case .newPIN:
+            session.log(LOG_NOTICE, "\(user) must set a new PIN for token \(serial)\(source)")
+            let (code, pin) = session.askNewPIN(challenge.prompt, again: challenge.confirmPrompt ?? DialogueText.newPINAgain, user: user, serial: serial)
+            guard let pin else { return code }
+            response = pin
+        }
+        defer { securotp_pam_free_response(response) }
+        let answer = bytes(response)
+        guard answer.count <= Authenticator.maxInput else {
+            session.log(LOG_NOTICE, "rejected an over-long answer for \(user)")
+            return PAM_AUTH_ERR
+        }
+        let body = JSONWriter.object([(key: "user", value: .text(login.user)), (key: "challenge_id", value: .text(challenge.id)),
+                                      (key: "answer", value: .secret(answer))])
+        return send("/v1/verify/answer", body, client: client, answersLeft: answersLeft)
+    }
+
+    /// A reply without a usable answer, as a PAM code and a log line an admin can act on.
+    private func failed(_ failure: ValidatorFailure, during step: String) -> Int32 {
+        let user = login.shownUser
+        let validator = remote.address.map { "\($0)" } ?? "validator"
+        switch failure {
+        case .unavailable(let reason):
+            switch remote.failMode {
+            case .secure:
+                session.log(LOG_ERR, "validator \(validator) unavailable during \(step) (\(reason)); denying \(user) (failmode=secure)")
+                return PAM_AUTHINFO_UNAVAIL
+            case .safe:
+                session.log(LOG_WARNING, "validator \(validator) unavailable during \(step) (\(reason)); failmode=safe: \(user) passes without a second factor")
+                return PAM_IGNORE
+            }
+        case .credentialRefused(let message):
+            session.log(LOG_ERR, """
+                validator \(validator) refused this host's credential (\(message)); denying \(user). \
+                Make a new one on the validator (securotp host add NAME --output FILE) and install it as \(remote.hostCredential ?? "host_credential") (root-owned, mode 0600)
+                """)
+            return PAM_AUTHINFO_UNAVAIL
+        case .forbidden(let message):
+            session.log(LOG_NOTICE, "validator \(validator) will not verify \(user) for this host (\(message)); denying")
+            return PAM_AUTH_ERR
+        case .rateLimited(let message):
+            session.log(LOG_WARNING, "validator \(validator) is rate-limiting (\(message)); denying \(user)")
+            return PAM_AUTH_ERR
+        case .refused(let status, let message):
+            session.log(LOG_ERR, "validator \(validator) refused the \(step) request for \(user) (HTTP \(status): \(message)); denying")
+            return PAM_AUTH_ERR
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import SecurOTPCore
+
+/// `POST /v1/preflight`'s answer (docs/api/openapi.yaml, PreflightResponse).
+struct PreflightAnswer {
+    let hasTokens: Bool
+    let ocraSuite: String?
+    /// Digits of the user's tokens (OCRA excepted), for forward_pass.
+    let codeDigits: [Int]
+
+    init?(_ json: JSONValue) {
+        guard let hasTokens = json["has_tokens"]?.bool, let digits = json["code_digits"]?.array else { return nil }
+        var codeDigits: [Int] = []
+        for item in digits {
+            guard let value = item.integer, (1...10).contains(value) else { return nil }
+            codeDigits.append(Int(value))
+        }
+        guard let suite = ValidatorText.optionalString(json, "ocra_suite") else { return nil }
+        self.hasTokens = hasTokens
+        self.ocraSuite = suite
+        self.codeDigits = codeDigits
+    }
+}
+
+/// `/v1/verify` and `/v1/verify/answer`'s answer (VerifyResponse). What the user will read
+/// (prompts, info, error) must be plain text; what goes to the log is cleaned.
+struct VerifyAnswer {
+    enum Result {
+        case accept, reject, locked, challenge
+    }
+
+    let result: Result
+    let serial: String?
+    let codeDigits: Int?
+    let challenge: Challenge?
+    let reason: String
+    let failures: Int
+    let lockedNow: Bool
+    let info: String?
+    let error: String?
+
+    struct Challenge {
+        enum Kind { case nextCode, newPIN, passcode }
+
+        let id: String
+        let kind: Kind
+        let prompt: String
+        let confirmPrompt: String?
+
+        init?(_ json: JSONValue) {
+            guard let id = json["id"]?.string, ValidatorText.isChallengeID(id),
+                  let kindName = json["kind"]?.string, let prompt = json["prompt"]?.string, ValidatorText.isDisplayable(prompt),
+                  let confirm = ValidatorText.optionalString(json, "confirm_prompt"), confirm.map(ValidatorText.isDisplayable) ?? true
+            else { return nil }
+            switch kindName {
+            case "next_code": kind = .nextCode
+            case "new_pin":
+                guard confirm != nil else { return nil }
+                kind = .newPIN
+            case "passcode": kind = .passcode
+            default: return nil
+            }
+            self.id = id
+            self.prompt = prompt
+            confirmPrompt = confirm
+        }
+    }
+
+    init?(_ json: JSONValue) {
+        switch json["result"]?.string {
+        case "accept": result = .accept
+        case "reject": result = .reject
+        case "locked": result = .locked
+        case "challenge": result = .challenge
+        default: return nil
+        }
+        guard let serial = ValidatorText.optionalString(json, "serial"), let reason = ValidatorText.optionalString(json, "reason"),
+              let info = ValidatorText.optionalString(json, "info"), info.map(ValidatorText.isDisplayable) ?? true,
+              let error = ValidatorText.optionalString(json, "error"), error.map(ValidatorText.isDisplayable) ?? true
+        else { return nil }
+        var challenge: Challenge?
+        if let value = json["challenge"], value != .null {
+            guard let parsed = Challenge(value) else { return nil }
+            challenge = parsed
+        }
+        if result == .challenge, challenge == nil { return nil }
+        let digits = json["code_digits"]?.integer
+        let failures = json["failures"]?.integer ?? 0
+        guard digits.map({ (1...10).contains($0) }) ?? true, (0...1_000_000).contains(failures) else { return nil }
+        self.serial = serial.map(ValidatorText.loggable)
+        self.reason = reason.map(ValidatorText.loggable) ?? ""
+        self.info = info
+        self.error = error
+        self.challenge = challenge
+        codeDigits = digits.map { Int($0) }
+        self.failures = Int(failures)
+        lockedNow = json["locked_now"]?.bool ?? false
+    }
+
+    /// The validator's words for a replay ("replayed code (token 123)"), as its metrics count them.
+    var isReplay: Bool { reason.hasPrefix("replayed") }
+}
+
+/// Checks and clean-up for text from a validator.
+enum ValidatorText {
+    /// A member that may be missing or null; nil (outer) when present but not a string.
+    static func optionalString(_ json: JSONValue, _ key: String) -> String?? {
+        guard let value = json[key], value != .null else { return .some(nil) }
+        guard let text = value.string else { return nil }
+        return .some(text)
+    }
+
+    /// Shown on the user's terminal: no control characters (no escape sequences), bounded.
+    static func isDisplayable(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 512 && !text.unicodeScalars.contains { $0.value < 0x20 || ($0.value >= 0x7f && $0.value < 0xa0) }
+    }
+
+    /// Challenge ids go back to the validator as they came: short, plain.
+    static func isChallengeID(_ text: String) -> Bool {
+        (1...128).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a) || byte == 0x2d || byte == 0x5f
+        }
+    }
+
+    /// For a syslog line: control characters become '?', at most 200 characters.
+    static func loggable(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars.prefix(200) {
+            out.append(scalar.value < 0x20 || scalar.value == 0x7f ? "?" : scalar)
+        }
+        return String(out)
+    }
+}

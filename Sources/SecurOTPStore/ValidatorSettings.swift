@@ -1,0 +1,149 @@
+/// The module's remote mode: `validator=` names a securotpd that decides every login instead
+/// of the local store (DESIGN.md §7). Without `validator=`, the module works locally and the
+/// other keys here must not be set.
+public struct ValidatorSettings: Sendable, Equatable {
+    public var address: ValidatorAddress?
+    /// The host credential file (`securotp host add NAME --output FILE`): root-owned, 0600.
+    public var hostCredential: String?
+    /// PEM CA bundle that signed the validator's certificate (default: the system's).
+    public var caFile: String?
+    /// Mutual TLS: this host's certificate and key (both or neither).
+    public var clientCertificate: String?
+    public var clientKey: String?
+    /// Seconds each request to the validator may take, connection included.
+    public var timeout = 10
+    public var failMode = FailMode.secure
+
+    public static let timeoutRange = 1...60
+
+    public init() {}
+
+    /// Remote mode is on.
+    public var isEnabled: Bool { address != nil }
+
+    /// Checks that the keys make one usable whole.
+    public func validate() throws(StoreError) {
+        guard address != nil else {
+            let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey)]
+                .filter { $0.1 != nil }.map { $0.0 }
+            if let key = stray.first {
+                throw StoreError(.config, "\(key) is set but validator is not; set validator=https://HOST:PORT or remove \(key)")
+            }
+            return
+        }
+        if hostCredential == nil {
+            throw StoreError(.config, "validator needs host_credential=FILE (made with: securotp host add NAME --output FILE on the validator)")
+        }
+        if (clientCertificate == nil) != (clientKey == nil) {
+            throw StoreError(.config, "client_cert and client_key go together; set both or neither")
+        }
+    }
+}
+
+/// What happens when the validator cannot be asked (down, timed out, TLS refused, answer
+/// unreadable). A credential the validator refuses is never a reason to fail open.
+public enum FailMode: String, Sendable, Equatable {
+    /// Deny with PAM_AUTHINFO_UNAVAIL.
+    case secure
+    /// PAM_IGNORE: the rest of the stack decides, without a second factor. Whoever can cut the
+    /// host off from the validator can then skip the code.
+    case safe
+}
+
+/// Where the validator listens: `https://HOST[:PORT]`, `http://` on loopback only (127.0.0.0/8,
+/// ::1, localhost), or `unix:/PATH`.
+public enum ValidatorAddress: Sendable, Equatable, CustomStringConvertible {
+    case https(host: String, port: Int)
+    case http(host: String, port: Int)
+    case unix(path: String)
+
+    public init?(parsing text: String) {
+        if text.hasPrefix("unix:") {
+            let path = String(text.dropFirst(5))
+            guard path.hasPrefix("/"), path.utf8.count < 108, !path.utf8.contains(where: { $0 <= 0x20 || $0 == 0x7f }) else { return nil }
+            self = .unix(path: path)
+            return
+        }
+        let secure = text.hasPrefix("https://")
+        guard secure || text.hasPrefix("http://") else { return nil }
+        var rest = Substring(text.dropFirst(secure ? 8 : 7))
+        if rest.hasSuffix("/") { rest = rest.dropLast() }
+        guard let target = Self.hostAndPort(rest, defaultPort: secure ? 443 : 80) else { return nil }
+        if secure {
+            self = .https(host: target.host, port: target.port)
+        } else {
+            guard Self.isLoopback(target.host) else { return nil }
+            self = .http(host: target.host, port: target.port)
+        }
+    }
+
+    /// `name`, `1.2.3.4` or `[v6]`, then an optional `:port`; nothing else (no user info,
+    /// path or query).
+    private static func hostAndPort(_ text: Substring, defaultPort: Int) -> (host: String, port: Int)? {
+        var host: Substring
+        var portText: Substring?
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            host = text[...close]
+            let inside = text[text.index(after: text.startIndex)..<close]
+            guard !inside.isEmpty, inside.utf8.allSatisfy({ isHexDigit($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else { return nil }
+            let after = text[text.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { return nil }
+                portText = after.dropFirst()
+            }
+        } else {
+            if let colon = text.firstIndex(of: ":") {
+                host = text[..<colon]
+                portText = text[text.index(after: colon)...]
+            } else {
+                host = text
+            }
+            guard !host.isEmpty, host.utf8.count <= 253, host.utf8.allSatisfy(isNameCharacter) else { return nil }
+        }
+        var port = defaultPort
+        if let portText {
+            guard !portText.isEmpty, portText.utf8.count <= 5, portText.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }),
+                  let number = Int(portText), (1...65535).contains(number) else { return nil }
+            port = number
+        }
+        return (String(host), port)
+    }
+
+    /// Host names: letters, digits, dots and hyphens (IDN names in their ASCII form).
+    private static func isNameCharacter(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x41 && byte <= 0x5a)
+            || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66) || (byte >= 0x41 && byte <= 0x46)
+    }
+
+    /// Plain HTTP is allowed only where nobody else can listen in.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4, parts.first == "127" else { return false }
+        return parts.allSatisfy { part in
+            !part.isEmpty && part.utf8.count <= 3 && part.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && (Int(part).map { $0 <= 255 } ?? false)
+        }
+    }
+
+    /// What libcurl (CHTTP) is asked for `path` ("/v1/verify").
+    public func url(_ path: String) -> String {
+        switch self {
+        case .https(let host, let port): "https://\(host):\(port)\(path)"
+        case .http(let host, let port): "http://\(host):\(port)\(path)"
+        case .unix(let socket): "unix:\(socket) \(path)"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .https(let host, let port): "https://\(host):\(port)"
+        case .http(let host, let port): "http://\(host):\(port)"
+        case .unix(let path): "unix:\(path)"
+        }
+    }
+}
