@@ -10,9 +10,9 @@ extension PostgresTokenService {
         let user = try RequestRules.user(request.user)
         let now = Self.now()
         return try await run("reading \(user)'s tokens") { connection in
-            let tokens = try await self.tokens(user: user, connection).filter { $0.state == "active" && !$0.isExpired(at: now) }
-            return PreflightResponse(hasTokens: !tokens.isEmpty, ocraSuite: VerificationEngine.challengeSuite(among: tokens, now: now)?.text,
-                                     codeDigits: Array(Set(tokens.filter { $0.kind != .ocra }.map(\.parameters.digits))).sorted())
+            let active = try await self.tokens(user: user, connection).filter { $0.state == "active" }
+            return PreflightResponse(hasTokens: !active.isEmpty, ocraSuite: VerificationEngine.challengeSuite(among: active, now: now)?.text,
+                                     codeDigits: Preflight.codeDigits(active, now: now))
         }
     }
 

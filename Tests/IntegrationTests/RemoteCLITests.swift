@@ -12,8 +12,7 @@ struct RemoteCLITests {
         #expect(try sandbox.cli(["--state-dir", sandbox.state, "binding-id", "root"]).status == 0)
         let adminFile = sandbox.root + "/admin.cred"
         #expect(try sandbox.cli(["--state-dir", sandbox.state, "admin", "add", "ops", "--output", adminFile]).status == 0)
-        let node = try ValidatorClusterTests.Node(["--state-dir", sandbox.state], environment: [:])
-        defer { _ = try? node.stop() }
+        let node = try Validator(sandbox, state: sandbox.state, pki: nil)
         let local = ["--state-dir", sandbox.state]
         let remote = ["--server", node.url, "--credential", adminFile]
 

@@ -6,40 +6,8 @@ import Testing
 /// one SQLite node that commits several verifications per transaction.
 @Suite("Validator nodes: exactly once under concurrent load", .serialized)
 struct ValidatorClusterTests {
-    /// A running securotpd and the address it bound.
-    final class Node {
-        let child: Child
-        let url: String
-
-        init(_ arguments: [String], environment: [String: String]) throws {
-            child = try Run.start(try Binaries.path("securotpd"), ["--listen", "127.0.0.1:0"] + arguments, environment: environment)
-            let deadline = Date().addingTimeInterval(60)
-            while true {
-                if let range = child.errorOutput.range(of: #"listen=127\.0\.0\.1:[0-9]+"#, options: .regularExpression) {
-                    url = "http://" + child.errorOutput[range].dropFirst("listen=".count)
-                    return
-                }
-                var status: Int32 = 0
-                if waitpid(child.pid, &status, WNOHANG) == child.pid {
-                    throw HarnessError("securotpd exited: \(child.errorOutput)")
-                }
-                guard Date() < deadline else {
-                    kill(child.pid, SIGKILL)
-                    throw HarnessError("securotpd did not start: \(child.errorOutput)")
-                }
-                usleep(20_000)
-            }
-        }
-
-        /// SIGTERM: a graceful stop must end the process cleanly.
-        func stop() throws -> ProcessResult {
-            kill(child.pid, SIGTERM)
-            return try child.wait(timeout: 30)
-        }
-    }
-
     /// Rate limits off: the test sends many requests per user and host on purpose.
-    static let unlimited = ["SECUROTPD_RATE_LIMIT_HOST": "0", "SECUROTPD_RATE_LIMIT_USER": "0"]
+    static let unlimited = ["rate_limit_host": "0", "rate_limit_user": "0"]
 
     /// Sends `code` for `user` to every URL at the same moment (one curl each) and returns the
     /// results (accept, reject, ...).
@@ -103,9 +71,9 @@ struct ValidatorClusterTests {
         let users = try Self.enrollUsers(sandbox, count: 12, store: store)
         let credential = try Self.hostCredential(sandbox, store: store)
 
-        let environment = Self.unlimited.merging(["SECUROTPD_KEY_FILE": sandbox.state + "/securotp.key"]) { $1 }
-        let first = try Node(["--database", url], environment: environment)
-        let second = try Node(["--database", url], environment: environment)
+        let settings = Self.unlimited.merging(["database": url]) { $1 }
+        let first = try Validator(sandbox, state: sandbox.state, settings: settings, pki: nil)
+        let second = try Validator(sandbox, state: sandbox.state, settings: settings, pki: nil)
         try Self.hammer([first.url, second.url, first.url, second.url], users: users, rounds: 20, credential: credential)
         for node in [first, second] {
             let stopped = try node.stop()
@@ -123,7 +91,7 @@ struct ValidatorClusterTests {
         let store = ["--state-dir", sandbox.state]
         let users = try Self.enrollUsers(sandbox, count: 12, store: store)
         let credential = try Self.hostCredential(sandbox, store: store)
-        let node = try Node(["--state-dir", sandbox.state], environment: Self.unlimited)
+        let node = try Validator(sandbox, state: sandbox.state, settings: Self.unlimited, pki: nil)
         try Self.hammer([node.url, node.url, node.url], users: users, rounds: 20, credential: credential)
         let stopped = try node.stop()
         #expect(stopped.status == 0, "\(stopped)")

@@ -119,6 +119,12 @@ final class Validator {
         box.keepAlive(self)
     }
 
+    /// SIGTERM: a graceful stop; returns how the process ended (its log on stderr).
+    func stop() throws -> ProcessResult {
+        kill(child.pid, SIGTERM)
+        return try child.wait(timeout: 30)
+    }
+
     deinit {
         kill(child.pid, SIGTERM)
         _ = try? child.wait(timeout: 15)

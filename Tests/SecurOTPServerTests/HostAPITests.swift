@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import SecurOTPService
+import SecurOTPStore
 import Testing
 
 /// What a host sees: the same decisions as the local store, exactly once, with locks,
@@ -120,6 +121,18 @@ struct HostAPITests {
             #expect(unknown.status == 200 && unknown.string("result") == "reject", "\(unknown.text)")
             let preflight = try await client.call(.post, "/v1/preflight", ["user": "nobody-here"], bearer: fixture.host)
             #expect(preflight["has_tokens"] as? Bool == false)
+        }
+    }
+
+    @Test("Preflight counts an expired token (nullok must not wave its owner through) but sends no code length for it")
+    func expiredTokens() async throws {
+        let fixture = try await ValidatorFixture.make(.sqlite)
+        try await fixture.withClient { client in
+            _ = try await Self.enroll(client, fixture, "olga")
+            let database = try SQLiteDatabase(path: fixture.configuration.store.paths.database, create: false)
+            try database.execute("UPDATE tokens SET expires = 1 WHERE user = 'olga'")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "olga"], bearer: fixture.host)
+            #expect(preflight["has_tokens"] as? Bool == true && preflight["code_digits"] as? [Int] == [], "\(preflight.text)")
         }
     }
 

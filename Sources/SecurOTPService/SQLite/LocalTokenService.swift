@@ -48,9 +48,9 @@ public final class LocalTokenService: TokenService {
         let user = try RequestRules.user(request.user)
         let now = Self.now()
         return try await run { (store, _) throws(StoreError) in
-            let tokens = try store.tokens(user: user).filter { $0.state == "active" && !$0.isExpired(at: now) }
-            return PreflightResponse(hasTokens: !tokens.isEmpty, ocraSuite: try store.ocraSuite(user: user, now: now)?.text,
-                                     codeDigits: Array(Set(tokens.filter { $0.kind != .ocra }.map(\.parameters.digits))).sorted())
+            let active = try store.tokens(user: user).filter { $0.state == "active" }
+            return PreflightResponse(hasTokens: !active.isEmpty, ocraSuite: try store.ocraSuite(user: user, now: now)?.text,
+                                     codeDigits: Preflight.codeDigits(active, now: now))
         }
     }
 
