@@ -12,6 +12,9 @@ public enum JSONWriter {
         /// Bytes the caller owns and wipes (a passcode or PIN); valid during the call.
         case secret(UnsafeBufferPointer<UInt8>)
         case bool(Bool)
+        case integer(Int64)
+        /// An array of flat objects (offline codes used: serial and counter).
+        case objects([[(key: String, value: Field)]])
     }
 
     public static func object(_ members: [(key: String, value: Field)]) -> SecretBytes {
@@ -40,6 +43,14 @@ public enum JSONWriter {
             case .text(let text): Array(text.utf8).withUnsafeBufferPointer { quote($0, sink) }
             case .secret(let bytes): quote(bytes, sink)
             case .bool(let value): for byte in (value ? "true" : "false").utf8 { sink(byte) }
+            case .integer(let value): for byte in String(value).utf8 { sink(byte) }
+            case .objects(let objects):
+                sink(UInt8(ascii: "["))
+                for (index, object) in objects.enumerated() {
+                    if index > 0 { sink(UInt8(ascii: ",")) }
+                    emit(object, sink)
+                }
+                sink(UInt8(ascii: "]"))
             }
         }
         sink(UInt8(ascii: "}"))

@@ -1,4 +1,5 @@
 import SecurOTPCore
+import SecurOTPStore
 
 /// Bearer credentials for hosts and admins: `sotp_<h|a>_<id: 16 hex>_<secret: 64 hex>`.
 /// The id finds the row; only a hash of the 256-bit secret is stored. A secret with full
@@ -9,7 +10,6 @@ public struct Credential: Sendable, Equatable {
     let secret: [UInt8]
 
     static let prefix = "sotp"
-    static let domainKey = Array("securotp-credential-v1".utf8)
 
     /// A fresh credential, or nil when the kernel gives no randomness.
     public static func generate(kind: CredentialKind) -> Credential? {
@@ -40,7 +40,7 @@ public struct Credential: Sendable, Equatable {
     }
 
     /// What the store keeps.
-    public var secretHash: [UInt8] { HMAC.authenticate(.sha256, key: SecretBytes(copying: Self.domainKey), message: secret) }
+    public var secretHash: [UInt8] { HostCredentialHash.of(secret: secret) }
 
     public func matches(storedHash: [UInt8]) -> Bool { ConstantTime.equal(secretHash, storedHash) }
 

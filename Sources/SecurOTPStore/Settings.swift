@@ -87,6 +87,7 @@ public struct Settings: Sendable, Equatable {
             }
             remote.address = address
         case "host_credential": remote.hostCredential = try path()
+        case "offline_cache": remote.offlineCache = try path()
         case "ca_file": remote.caFile = try path()
         case "client_cert": remote.clientCertificate = try path()
         case "client_key": remote.clientKey = try path()

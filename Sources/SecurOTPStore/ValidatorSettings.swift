@@ -13,6 +13,9 @@ public struct ValidatorSettings: Sendable, Equatable {
     /// Seconds each request to the validator may take, connection included.
     public var timeout = 10
     public var failMode = FailMode.secure
+    /// Where offline codes the validator hands this host are kept, one owner-only file per
+    /// user (`offline_cache=`; default: /var/lib/securotp/offline, or state_dir/offline).
+    public var offlineCache: String?
 
     public static let timeoutRange = 1...60
 
@@ -24,7 +27,8 @@ public struct ValidatorSettings: Sendable, Equatable {
     /// Checks that the keys make one usable whole.
     public func validate() throws(StoreError) {
         guard address != nil else {
-            let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey)]
+            let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey),
+                         ("offline_cache", offlineCache)]
                 .filter { $0.1 != nil }.map { $0.0 }
             if let key = stray.first {
                 throw StoreError(.config, "\(key) is set but validator is not; set validator=https://HOST:PORT or remove \(key)")

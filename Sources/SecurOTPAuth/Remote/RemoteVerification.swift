@@ -8,8 +8,10 @@ import SecurOTPStore
 /// is the local one (Authenticator.converse, the same texts), so a user cannot tell the modes
 /// apart, and every decision is the store's on the validator.
 ///
-/// When the validator cannot be asked, `failmode` decides (secure: PAM_AUTHINFO_UNAVAIL,
-/// safe: PAM_IGNORE). What the admin must fix — a refused credential, unsafe files — always
+/// When the validator cannot be asked and this host holds offline codes for the user (handed
+/// out by the validator after an earlier online login), the code is checked against those,
+/// each accepted once (OfflineCache). Otherwise `failmode` decides (secure:
+/// PAM_AUTHINFO_UNAVAIL, safe: PAM_IGNORE). What the admin must fix — a refused credential, unsafe files — always
 /// denies: those are never a reason to let a login through without its second factor.
 struct RemoteVerification: PasscodeCheck {
     /// Challenge answers one login may send: a new PIN, the passcode made with it, and a next
@@ -23,8 +25,15 @@ struct RemoteVerification: PasscodeCheck {
     /// How many trailing characters of a forward_pass answer are sent: the longest code of the
     /// user's tokens. Never more: the password stays on this host.
     private var codeLength = 6
+    /// The validator was unreachable before the prompt: the answer is checked against this
+    /// host's offline codes only.
+    private var offlineOnly = false
+    private let offlineCaches: OfflineCacheDirectory
 
-    init(_ login: LoginContext) { self.login = login }
+    init(_ login: LoginContext) {
+        self.login = login
+        offlineCaches = OfflineCacheDirectory(login.settings)
+    }
 
     private var session: PAMSession { login.session }
     private var remote: ValidatorSettings { login.settings.remote }
@@ -47,6 +56,12 @@ struct RemoteVerification: PasscodeCheck {
             guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
             preflight = answer
         } catch {
+            if case .unavailable(let reason) = error, let digits = offlineCodeDigits(client) {
+                session.log(LOG_WARNING, "validator \(validatorName) unavailable during preflight (\(reason)); checking \(login.shownUser) against this host's offline codes")
+                offlineOnly = true
+                codeLength = digits
+                return .ask
+            }
             return skipOrFinish(failed(error, during: "preflight"))
         }
         if login.settings.nullok, login.known, !preflight.hasTokens {
@@ -74,27 +89,56 @@ struct RemoteVerification: PasscodeCheck {
             session.log(LOG_NOTICE, "rejected code for \(login.shownUser) (not sent to the validator)")
             return PAM_AUTH_ERR
         }
+        if offlineOnly { return checkOffline(input, client: client, countsFailure: countsFailure) }
         // forward_pass: only the trailing code leaves this host, never the password.
         let forward = login.settings.forwardPass
         let passcode = forward ? UnsafeBufferPointer(rebasing: input[max(0, input.count - codeLength)...]) : input
         var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "passcode", value: .secret(passcode))]
         if forward { fields.append((key: "code_at_end", value: .bool(true))) }
         if let challenge { fields.append((key: "challenge", value: .text(challenge))) }
+        // Offline codes used since the last online login: the validator withdraws them first.
+        let reported = offlineUsage(client)
+        if !reported.isEmpty {
+            fields.append((key: "offline_used", value: .objects(reported.map { usage in
+                [(key: "serial", value: .text(usage.serial)), (key: "next_unused", value: .integer(usage.nextUnused))]
+            })))
+        }
         // `countsFailure` is not sent: a miss with try_first_pass's password is counted too, as
         // the API has no uncounted checks (so that no host can guess without counting).
-        return send("/v1/verify", JSONWriter.object(fields), client: client, answersLeft: Self.maxAnswers)
+        let answer: VerifyAnswer
+        do throws(ValidatorFailure) {
+            answer = try ask("/v1/verify", JSONWriter.object(fields), client: client)
+        } catch {
+            if case .unavailable(let reason) = error, offlineCodeDigits(client) != nil {
+                session.log(LOG_WARNING, "validator \(validatorName) unavailable during verification (\(reason)); checking \(login.shownUser) against this host's offline codes")
+                return checkOffline(input, client: client, countsFailure: countsFailure)
+            }
+            return failed(error, during: "verification")
+        }
+        keepOfflineCodes(answer, reported: reported, client: client)
+        return conclude(answer, client: client, answersLeft: Self.maxAnswers)
     }
 
-    /// Sends a verification or a challenge's answer and turns what comes back into a PAM code,
-    /// answering further challenges while they come (at most `answersLeft`).
+    /// One request whose answer is a VerifyAnswer.
+    private func ask(_ path: String, _ body: SecretBytes, client: ValidatorClient) throws(ValidatorFailure) -> VerifyAnswer {
+        guard let answer = VerifyAnswer(try client.post(path, body)) else { throw ValidatorFailure.unavailable("unreadable verification answer") }
+        return answer
+    }
+
+    /// Sends a challenge's answer and concludes with what comes back.
     private mutating func send(_ path: String, _ body: SecretBytes, client: ValidatorClient, answersLeft: Int) -> Int32 {
         let answer: VerifyAnswer
         do throws(ValidatorFailure) {
-            guard let parsed = VerifyAnswer(try client.post(path, body)) else { throw ValidatorFailure.unavailable("unreadable verification answer") }
-            answer = parsed
+            answer = try ask(path, body, client: client)
         } catch {
             return failed(error, during: "verification")
         }
+        return conclude(answer, client: client, answersLeft: answersLeft)
+    }
+
+    /// Turns a validator's answer into a PAM code, answering further challenges while they
+    /// come (at most `answersLeft`).
+    private mutating func conclude(_ answer: VerifyAnswer, client: ValidatorClient, answersLeft: Int) -> Int32 {
         let user = login.shownUser
         let serial = answer.serial ?? "?"
         let report: StepReport
@@ -155,10 +199,30 @@ struct RemoteVerification: PasscodeCheck {
         return send("/v1/verify/answer", body, client: client, answersLeft: answersLeft)
     }
 
+    private func offline(_ client: ValidatorClient) -> OfflineCodes {
+        OfflineCodes(login: login, caches: offlineCaches, pepper: client.pepper)
+    }
+
+    private func offlineCodeDigits(_ client: ValidatorClient) -> Int? { offline(client).usableCodeDigits() }
+
+    private func offlineUsage(_ client: ValidatorClient) -> [OfflineCache.Usage] { offline(client).pendingUsage() }
+
+    private func keepOfflineCodes(_ answer: VerifyAnswer, reported: [OfflineCache.Usage], client: ValidatorClient) {
+        offline(client).keep(answer, reported: reported)
+    }
+
+    private mutating func checkOffline(_ input: UnsafeBufferPointer<UInt8>, client: ValidatorClient, countsFailure: Bool) -> Int32 {
+        let (code, digits) = offline(client).check(input, countsFailure: countsFailure)
+        matchedDigits = digits
+        return code
+    }
+
+    private var validatorName: String { remote.address.map { "\($0)" } ?? "validator" }
+
     /// A reply without a usable answer, as a PAM code and a log line an admin can act on.
     private func failed(_ failure: ValidatorFailure, during step: String) -> Int32 {
         let user = login.shownUser
-        let validator = remote.address.map { "\($0)" } ?? "validator"
+        let validator = validatorName
         switch failure {
         case .unavailable(let reason):
             switch remote.failMode {

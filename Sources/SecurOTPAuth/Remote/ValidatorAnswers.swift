@@ -1,4 +1,5 @@
 import SecurOTPCore
+import SecurOTPStore
 
 /// `POST /v1/preflight`'s answer (docs/api/openapi.yaml, PreflightResponse).
 struct PreflightAnswer {
@@ -37,6 +38,10 @@ struct VerifyAnswer {
     let lockedNow: Bool
     let info: String?
     let error: String?
+    /// accept: fresh offline codes for this host's cache (empty when none came).
+    let offline: [OfflineCache.Refill]
+    /// The answer carried an `offline` list this host could not read (it is ignored).
+    let offlineUnreadable: Bool
 
     struct Challenge {
         enum Kind { case nextCode, newPIN, passcode }
@@ -94,6 +99,36 @@ struct VerifyAnswer {
         codeDigits = digits.map { Int($0) }
         self.failures = Int(failures)
         lockedNow = json["locked_now"]?.bool ?? false
+        if let list = json["offline"], list != .null {
+            let refills = Self.refills(list)
+            offline = refills ?? []
+            offlineUnreadable = refills == nil
+        } else {
+            offline = []
+            offlineUnreadable = false
+        }
+    }
+
+    /// `offline`: per token, the first counter still reserved for this host and new hashes.
+    private static func refills(_ list: JSONValue) -> [OfflineCache.Refill]? {
+        guard let items = list.array, items.count <= 10 else { return nil }
+        var refills: [OfflineCache.Refill] = []
+        for item in items {
+            guard let serial = item["serial"]?.string, let digits = item["digits"]?.integer, let iterations = item["iterations"]?.integer,
+                  let firstValid = item["first_valid"]?.integer, firstValid >= 0,
+                  let codes = item["codes"]?.array, codes.count <= 100 else { return nil }
+            var parsed: [OfflineCache.Code] = []
+            for code in codes {
+                guard let counter = code["counter"]?.integer, let salt = code["salt"]?.string, let hash = code["hash"]?.string,
+                      let saltBytes = Hex.decode(salt), let hashBytes = Hex.decode(hash),
+                      let entry = OfflineCache.Code(serial: serial, digits: Int(clamping: digits), iterations: Int(clamping: iterations),
+                                                    counter: counter, salt: saltBytes, hash: hashBytes) else { return nil }
+                parsed.append(entry)
+            }
+            guard OfflineCache.isPlainSerial(serial) else { return nil }
+            refills.append(OfflineCache.Refill(serial: serial, firstValid: firstValid, codes: parsed))
+        }
+        return refills
     }
 
     /// The validator's words for a replay ("replayed code (token 123)"), as its metrics count them.

@@ -13,6 +13,9 @@ struct ValidatorClient {
     private let settings: ValidatorSettings
     /// `sotp_h_…` plus a NUL for C: read from `host_credential` for each login, wiped after.
     private let credential: SecretBytes
+    /// The hash of the credential's secret, as the validator stores it: the key of this host's
+    /// offline code hashes and of its offline cache files.
+    let pepper: [UInt8]
 
     /// Reads the host credential and checks the TLS files, as carefully as the store's files.
     /// Failures are the admin's to fix, never the validator's absence: they are not subject to
@@ -24,6 +27,7 @@ struct ValidatorClient {
         self.address = address
         self.settings = settings
         credential = try Self.readCredential(file)
+        pepper = Self.pepper(credential)
         if let caFile = settings.caFile { try FileSecurity.check(caFile, .policy) }
         if let certificate = settings.clientCertificate { try FileSecurity.check(certificate, .policy) }
         if let key = settings.clientKey { try FileSecurity.check(key, .secret) }
@@ -47,6 +51,25 @@ struct ValidatorClient {
             throw StoreError(.invalidInput, "\(file) holds no host credential (expected one line sotp_h_…); make one on the validator with: securotp host add NAME --output FILE")
         }
         return credential
+    }
+
+    /// HostCredentialHash of the secret: the last 64 hex digits, decoded into wiped memory.
+    private static func pepper(_ credential: SecretBytes) -> [UInt8] {
+        let secret = SecretBytes(count: 32)
+        credential.withUnsafeBytes { text in
+            secret.withUnsafeMutableBytes { out in
+                let hex = text.count - 1 - 64 // before the NUL
+                for index in 0..<32 {
+                    out[index] = nibble(text[hex + 2 * index]) << 4 | nibble(text[hex + 2 * index + 1])
+                }
+            }
+        }
+        return secret.withUnsafeBytes { HostCredentialHash.of(secret: $0) }
+    }
+
+    /// A lowercase hex digit's value (the credential was checked to hold only those).
+    private static func nibble(_ byte: UInt8) -> UInt8 {
+        byte <= 0x39 ? byte - 0x30 : byte - 0x61 + 10
     }
 
     private static func isHostCredential(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
