@@ -1,0 +1,33 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What every harness shares: the libFuzzer entry glue and property checks that stop the run
+/// with a message, so libFuzzer saves the input that broke the property.
+public enum Fuzz {
+    /// Stops the run (SIGABRT, which libFuzzer reports as a crash and saves the input) when a
+    /// property of the parser's result does not hold.
+    public static func require(_ condition: Bool, _ message: @autoclosure () -> String,
+                               file: StaticString = #fileID, line: UInt = #line) {
+        guard !condition else { return }
+        fputs("PROPERTY VIOLATED at \(file):\(line): \(message())\n", stderr)
+        abort()
+    }
+
+    /// Copies libFuzzer's buffer into an array (nil pointer: empty input).
+    public static func bytes(_ data: UnsafePointer<UInt8>?, _ size: Int) -> [UInt8] {
+        guard let data, size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: size))
+    }
+
+    /// Lowercase hex, for messages.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
