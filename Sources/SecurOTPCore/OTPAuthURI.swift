@@ -55,17 +55,7 @@ public struct OTPAuthURI {
 
         let question = rest.firstIndex(of: UInt8(ascii: "?")) ?? rest.endIndex
         guard let label = percentDecode(rest[..<question]) else { throw .init("label is not valid percent-encoded UTF-8") }
-        // Split at the first ':' byte: a Character search would miss a ':' that a combining
-        // mark joins into one grapheme with what follows it.
-        var accountPart = label.utf8[...]
-        var labelIssuer: String?
-        if let colon = label.utf8.firstIndex(of: UInt8(ascii: ":")) {
-            labelIssuer = String(decoding: label.utf8[..<colon], as: UTF8.self)
-            accountPart = label.utf8[label.utf8.index(after: colon)...]
-        }
-        // Spaces may precede the account name; they are never part of it (with or without an
-        // issuer prefix, so a rendered label reads back the same).
-        let account = String(decoding: accountPart.drop(while: { $0 == UInt8(ascii: " ") }), as: UTF8.self)
+        let (labelIssuer, account) = splitLabel(label)
         guard !account.isEmpty else { throw .init("label has no account name") }
 
         var parameters = OATHParameters(kind: kind)
@@ -103,6 +93,20 @@ public struct OTPAuthURI {
         var uri = OTPAuthURI(parameters: parameters, secret: secret, account: account, issuer: issuer ?? labelIssuer)
         uri.issuerLabelPrefix = labelIssuer
         return uri
+    }
+
+    /// A decoded label, `ISSUER:ACCOUNT` or `ACCOUNT`, split at its first ':' byte (a Character
+    /// search would miss a ':' that a combining mark joins into one grapheme with what follows).
+    /// Spaces may precede the account name; they are never part of it, with or without an
+    /// issuer prefix, so a rendered label reads back the same.
+    public static func splitLabel(_ label: String) -> (issuer: String?, account: String) {
+        var account = label.utf8[...]
+        var issuer: String?
+        if let colon = label.utf8.firstIndex(of: UInt8(ascii: ":")) {
+            issuer = String(decoding: label.utf8[..<colon], as: UTF8.self)
+            account = label.utf8[label.utf8.index(after: colon)...]
+        }
+        return (issuer, String(decoding: account.drop(while: { $0 == UInt8(ascii: " ") }), as: UTF8.self))
     }
 
     // MARK: percent-encoding (RFC 3986 unreserved characters stay literal)
