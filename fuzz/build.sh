@@ -71,7 +71,7 @@ for harness in "${harnesses[@]}"; do
   c_objects=" "
   for module in "${modules[@]}"; do
     objects+=("$obj/$module.o")
-    for c in $(c_objects_for "$module"); do c_objects+="$c "; done
+    for c in $(c_objects_for "$module"); do [[ $c_objects == *" $c "* ]] || c_objects+="$c "; done
   done
   for c in $c_objects; do objects+=("$obj/$c.o"); done
   "$swiftc" "${swift_flags[@]}" -module-name "Harness_${harness//-/_}" -emit-object -o "$obj/harness-$harness.o" \
