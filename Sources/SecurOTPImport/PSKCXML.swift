@@ -44,6 +44,7 @@ enum PSKCXML {
 
     static func parse(_ bytes: [UInt8]) throws(ImportError) -> PSKCNode {
         try TokenImporter.checkXMLIsSafe(bytes)
+        try refuseWhatXMLParserMishandles(bytes)
         let parser = XMLParser(data: Data(bytes))
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = false
@@ -60,6 +61,22 @@ enum PSKCXML {
             throw ImportError(.malformed, "PSKC XML is not well-formed near line \(parser.lineNumber), column \(parser.columnNumber): \(reason)")
         }
         return root
+    }
+
+    /// Input that crashes Foundation's XMLParser on Linux (found by fuzz/harnesses/pskc.swift):
+    /// names in bytes that are not UTF-8, which libxml2 hands on as they are (a trap; Latin-1
+    /// files are converted by libxml2 and are fine), and processing instructions without data
+    /// (a NULL dereference). PSKC files have no processing instructions, so any but the XML
+    /// declaration at the start is refused.
+    static func refuseWhatXMLParserMishandles(_ bytes: [UInt8]) throws(ImportError) {
+        if !TokenImporter.declaresLatin1(bytes), String(validating: bytes, as: UTF8.self) == nil {
+            throw ImportError(.malformed, "PSKC XML is not valid UTF-8; convert the file to UTF-8 (or declare its real encoding)")
+        }
+        let declaration = TokenImporter.startsWith(bytes, at: 0, "<?xml") && bytes.count > 5 && TokenImporter.isWhitespace(bytes[5])
+        if let instruction = TokenImporter.find(bytes, "<?", from: declaration ? 2 : 0) {
+            let line = bytes[..<instruction].filter { $0 == UInt8(ascii: "\n") }.count + 1
+            throw ImportError(.malformed, "PSKC XML has a processing instruction on line \(line); PSKC files have none but the XML declaration")
+        }
     }
 
     private final class TreeBuilder: NSObject, XMLParserDelegate {
