@@ -20,6 +20,26 @@ public enum Fuzz {
         return Array(UnsafeBufferPointer(start: data, count: size))
     }
 
+    /// Bytes from hex digits (fixed keys in harnesses); stops at the first non-hex pair.
+    public static func bytes(fromHex text: String) -> [UInt8] {
+        func nibble(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case 0x30...0x39: byte - 0x30
+            case 0x61...0x66: byte - 0x61 + 10
+            case 0x41...0x46: byte - 0x41 + 10
+            default: nil
+            }
+        }
+        let digits = Array(text.utf8)
+        var out: [UInt8] = []
+        var index = 0
+        while index + 1 < digits.count, let high = nibble(digits[index]), let low = nibble(digits[index + 1]) {
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+
     /// Lowercase hex, for messages.
     public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
