@@ -39,36 +39,3 @@ private func check(_ token: ImportedToken) {
     let back = PSKCDateTime.unixTime(parts[0] + "T" + parts[1] + "Z")
     Fuzz.require(back == expires, "expiry \(expires) is shown as \(shown), which reads back as \(back.map(String.init) ?? "nothing")")
 }
-
-/// Files may ask for up to 10 million PBKDF2 iterations (the importer's limit, checked by the
-/// unit tests); here that would only measure PBKDF2. Inputs asking for more than 20 000, or
-/// spelling the count with character references, are skipped.
-enum PBKDF2Limit {
-    static func allows(_ input: [UInt8]) -> Bool {
-        let marker = Array("IterationCount".utf8)
-        var index = 0
-        while let found = find(marker, in: input, from: index) {
-            var position = found + marker.count
-            while position < input.count, input[position] != UInt8(ascii: ">"), input[position] != UInt8(ascii: "<") { position += 1 }
-            position += 1
-            var value = 0
-            while position < input.count, input[position] != UInt8(ascii: "<") {
-                let byte = input[position]
-                if byte == UInt8(ascii: "&") { return false }
-                if (0x30...0x39).contains(byte) { value = min(value * 10 + Int(byte - 0x30), 1_000_000_000) }
-                position += 1
-            }
-            if value > 20_000 { return false }
-            index = found + 1
-        }
-        return true
-    }
-
-    static func find(_ needle: [UInt8], in haystack: [UInt8], from start: Int) -> Int? {
-        guard haystack.count >= needle.count, start <= haystack.count - needle.count else { return nil }
-        for index in start...(haystack.count - needle.count) where haystack[index..<(index + needle.count)].elementsEqual(needle) {
-            return index
-        }
-        return nil
-    }
-}
