@@ -16,9 +16,12 @@ struct PasscodeMatcher {
     let pinLength: Int
     let passcode: UnsafeBufferPointer<UInt8>
 
+    /// An empty code — one that could not be computed, such as the "next code" of a
+    /// challenge-response token — never matches: otherwise an empty answer, or a PIN alone in
+    /// front of nothing, would pass (found by fuzz/harnesses/passcode.swift).
     func find(in codes: some Sequence<(position: Int64, code: [UInt8])>) -> Found {
         var wrongPIN = false
-        for (position, code) in codes {
+        for (position, code) in codes where !code.isEmpty {
             switch mode {
             case .none:
                 if code.withUnsafeBufferPointer({ ConstantTime.equal($0, passcode) }) { return .match(position: position) }

@@ -10,7 +10,8 @@ public struct VerifyPolicy: Sendable, Equatable {
     /// dialogue (steps either side for time tokens, counter values ahead for HOTP; 0: never).
     public var resyncWindow = 50
     /// After this many consecutive failures even a right code must be followed by the
-    /// token's next code (SecurID's next-tokencode mode; 0: never).
+    /// token's next code (SecurID's next-tokencode mode; 0: never). Not for OCRA tokens,
+    /// whose responses answer challenges and have no next code.
     public var nextCodeAfter = 0
     /// Consecutive failures that lock the user (0: never lock).
     public var deny = 5
@@ -127,7 +128,8 @@ extension Store {
                         replayedSerial = replayedSerial ?? record.serial
                         continue
                     }
-                    if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter {
+                    // A challenge-response token has no next code to ask for.
+                    if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter, record.kind != .ocra {
                         return VerifyResult(outcome: .nextCodeRequired(serial: record.serial, position: position), userHasTokens: true,
                                             failures: state.failures, lockedNow: false, note: "next code required after \(state.failures) failures")
                     }
