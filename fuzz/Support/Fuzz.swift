@@ -10,8 +10,21 @@ public enum Fuzz {
     public static func require(_ condition: Bool, _ message: @autoclosure () -> String,
                                file: StaticString = #fileID, line: UInt = #line) {
         guard !condition else { return }
-        fputs("PROPERTY VIOLATED at \(file):\(line): \(message())\n", stderr)
+        fputs("PROPERTY VIOLATED at \(file):\(line): \(printable(message()))\n", stderr)
         abort()
+    }
+
+    /// Control characters (NUL would cut the message short) as \xNN.
+    public static func printable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7f {
+                out += "\\x" + hex([UInt8(scalar.value)])
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     /// Copies libFuzzer's buffer into an array (nil pointer: empty input).
