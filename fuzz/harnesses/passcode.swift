@@ -3,9 +3,11 @@
 // password+code), Store.verifyNextCode, and PasscodeMatcher on its own.
 //
 // The store is real: a state directory under /dev/shm (or /tmp) with one user holding a TOTP,
-// an HOTP, a fob-style and a PINPad SecurID token (PIN 1234) and an OCRA token, and a recovery
-// code, at a fixed time. Every code that may be accepted is worked out here, from the seeds,
-// without the store; the fuzz corpus holds some of them so that acceptance is explored too.
+// an HOTP, a fob-style and a PINPad SecurID token (PIN 1234; the seeds of tokens B and A of
+// Tests/Vectors/securid.json) and an OCRA token (key and challenge of an ocra.json vector), and
+// a recovery code, at a fixed time. Every answer that may be accepted is worked out here, from
+// the seeds, without the store; the corpus holds the right answers (from the vectors and
+// fuzz/corpus/generate.py), so acceptance is explored too.
 //
 // Input: byte 0 picks the path (0 verify, 1 verifyNextCode, 2 PasscodeMatcher), byte 1 holds
 // flags (bit 0 forward_pass, bit 1 no OCRA challenge shown, bits 2–4 the token for the next
@@ -22,10 +24,10 @@ import Glibc
 import SecurOTPSecurID
 @testable import SecurOTPStore
 
-private let now: Int64 = 1_700_000_010
+private let now: Int64 = 1_700_000_000
 private let user = "alice"
 private let pin = Array("1234".utf8)
-private let challenge = "12345678"
+private let challenge = "00000000"
 private let recoveryCode = Array("abcd-efgh-jkmn".utf8)
 private let policy: VerifyPolicy = {
     var policy = VerifyPolicy()
@@ -87,8 +89,8 @@ private func makeFixture() throws -> Fixture {
 
     let totpSeed = SecretBytes(copying: Array("12345678901234567890".utf8))
     let hotpSeed = SecretBytes(copying: Array("12345678901234567890123456789012".utf8))
-    let fobSeed = SecretBytes(copying: Array(0..<16))
-    let pinpadSeed = SecretBytes(copying: Array(240...255))
+    let fobSeed = SecretBytes(copying: Fuzz.bytes(fromHex: "0f1e2d3c4b5a69788796a5b4c3d2e1f0"))   // vector token B
+    let pinpadSeed = SecretBytes(copying: Fuzz.bytes(fromHex: "00112233445566778899aabbccddeeff")) // vector token A
     let ocraSeed = SecretBytes(copying: Array("12345678901234567890".utf8))
     let ocraSuite = try OCRASuite("OCRA-1:HOTP-SHA1-6:QN08")
     _ = try store.add([
