@@ -177,6 +177,11 @@ import SecurOTPCore
         #expect(latin1 != plain)
         let bytes = latin1.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) }
         #expect(try TokenImporter.parse(bytes, options: options()).count == 2)
+        // A declaration libxml2 cannot read leaves it reading UTF-8: the Latin-1 bytes are
+        // converted whatever the declaration looks like.
+        let garbled = Array(#"<?xml verl version="1.0" encoding="ISO-8859-1"?><KeyContainer Version="1.0"><!-- "#.utf8)
+            + [0xE9] + Array(" --></KeyContainer>".utf8)
+        #expect(importError(garbled)?.code == .malformed)
     }
 
     @Test func containerWithoutKeysIsRefused() {
