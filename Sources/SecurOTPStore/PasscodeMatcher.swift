@@ -54,7 +54,10 @@ struct PasscodeMatcher {
         return Array(difference.suffix(pinLength))
     }
 
+    /// Only what PINRules would have let `setPIN` store can be the PIN. Checking that first also
+    /// closes HMAC's key padding: PBKDF2 derives the same hash from "1234" and "1234\0\0"
+    /// (found by fuzz/harnesses/passcode.swift), and saves a slow hash on junk.
     private func pinMatches(_ pin: UnsafeBufferPointer<UInt8>) -> Bool {
-        !pinHash.isEmpty && SlowHash.verify(pin, against: pinHash)
+        !pinHash.isEmpty && PINRules.problem(pin, mode: mode) == nil && SlowHash.verify(pin, against: pinHash)
     }
 }

@@ -171,6 +171,17 @@ extension TokenKindTests {
         }
     }
 
+    /// PBKDF2's HMAC pads its key with zeros, so "1234" and "1234" followed by NULs hash alike;
+    /// only a PIN the PIN rules allow is compared.
+    @Test func pinWithTrailingNULsIsNotThePIN() throws {
+        let temp = try TemporaryStore()
+        let seed = try securID(temp, pinMode: .prefix)
+        try setPIN(temp, "1234")
+        let code = tokencode(seed, at: t0)
+        #expect(try temp.store.verify("sam", Array("1234".utf8) + [0, 0, 0] + code, now: t0).outcome == .rejected)
+        #expect(try temp.store.verify("sam", Array("1234".utf8) + code, now: t0).outcome == .accepted(serial: serial, digits: 4 + code.count))
+    }
+
     @Test func ocraNextCodeDialogueAcceptsNothing() throws {
         let temp = try TemporaryStore()
         let token = try ocra(temp)
