@@ -45,7 +45,7 @@ for harness in "${harnesses[@]}"; do
   before=$(ls "$artifacts" | wc -l)
   "$binary" "${options[@]}" "$work" "fuzz/corpus/$harness" >"$log" 2>&1
   status=$?
-  done_line=$(grep -E '^#[0-9]+ +DONE' "$log" | tail -1)
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$log" | tail -1)
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   cov=$(sed -nE 's/.* cov: ([0-9]+) ft: ([0-9]+) .*/cov \1 ft \2/p' <<<"$done_line")
