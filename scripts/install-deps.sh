@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian packages securotp needs to build, test, demo or benchmark — only the
-# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench
+# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench|fuzz
 set -euo pipefail
 
 build=(libpam0g-dev libssl-dev libsqlite3-dev)
 test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip)
 demo=("${build[@]}" oathtool)
 bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath)
+# libFuzzer, AddressSanitizer and lld come with the Swift toolchain; the PSKC harnesses load
+# FoundationXML, which needs libxml2. fuzz/corpus/generate.py (not run by CI) wants python3-pskc.
+fuzz=("${build[@]}" libxml2)
 
 case "${1:-build}" in
   build) wanted=("${build[@]}") ;;
   test) wanted=("${test[@]}") ;;
   demo) wanted=("${demo[@]}") ;;
   bench) wanted=("${bench[@]}") ;;
-  *) echo "usage: $0 build|test|demo|bench" >&2; exit 64 ;;
+  fuzz) wanted=("${fuzz[@]}") ;;
+  *) echo "usage: $0 build|test|demo|bench|fuzz" >&2; exit 64 ;;
 esac
 
 # PyPI tools the tests use as independent oracles (no Debian packages exist for them).
