@@ -8,7 +8,7 @@ test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pi
 demo=("${build[@]}" oathtool)
 bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath)
 # libFuzzer, AddressSanitizer and lld come with the Swift toolchain; the PSKC harnesses load
-# FoundationXML, which needs libxml2. fuzz/corpus/generate.py (not run by CI) wants python3-pskc.
+# FoundationXML, which needs libxml2. (fuzz/corpus/generate.py, not run by CI, uses PyPI python-pskc.)
 fuzz=("${build[@]}" libxml2)
 
 case "${1:-build}" in
