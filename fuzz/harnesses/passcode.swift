@@ -2,7 +2,8 @@
 // codes, every token kind, PIN modes, the window and the resync band, forward_pass's
 // password+code), Store.verifyNextCode, and PasscodeMatcher on its own.
 //
-// The store is real: a state directory under /dev/shm (or /tmp) with one user holding a TOTP,
+// The store is real: a state directory in $FUZZ_TMPDIR (run.sh makes one under /dev/shm and
+// removes it), else /dev/shm or /tmp, removed at exit, with one user holding a TOTP,
 // an HOTP, a fob-style and a PINPad SecurID token (PIN 1234; the seeds of tokens B and A of
 // Tests/Vectors/securid.json) and an OCRA token (key and challenge of an ocra.json vector), and
 // a recovery code, at a fixed time. Every answer that may be accepted is worked out here, from
@@ -82,9 +83,12 @@ private let fixture: Fixture = {
 }()
 
 private func makeFixture() throws -> Fixture {
-    var template = Array(((access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") + "/securotp-fuzz-XXXXXX").utf8CString)
-    guard let made = mkdtemp(&template) else { throw StoreError(.system, "mkdtemp failed") }
+    let parent = getenv("FUZZ_TMPDIR").map { String(cString: $0) } ?? (access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp")
+    var template = Array((parent + "/securotp-fuzz-XXXXXX").utf8CString)
+    guard let made = mkdtemp(&template) else { throw StoreError(.system, "mkdtemp in \(parent) failed") }
     let directory = String(cString: made)
+    stateDirectory = directory
+    atexit { removeStateDirectory() }
     let store = try Store.open(StorePaths(stateDirectory: directory), create: true)
 
     let totpSeed = SecretBytes(copying: Array("12345678901234567890".utf8))
@@ -150,6 +154,15 @@ private func makeFixture() throws -> Fixture {
                       position: 0, next: nil),
     ]
     return Fixture(store: store, tokens: tokens)
+}
+
+nonisolated(unsafe) private var stateDirectory: String?
+
+/// The store's files go when libFuzzer exits normally (after a crash, run.sh removes them).
+private func removeStateDirectory() {
+    guard let directory = stateDirectory else { return }
+    for name in ["securotp.db", "securotp.db-wal", "securotp.db-shm", "securotp.key"] { unlink(directory + "/" + name) }
+    rmdir(directory)
 }
 
 /// Undoes what an accepted answer changed, so every input meets the same store.
