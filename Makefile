@@ -10,7 +10,10 @@ PAM_DIR ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH >/dev/null 2>&1 && ech
 BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 MODULE = $(CURDIR)/.build/embedded/pam_securotp.so
 
-.PHONY: all build demo test bench bench-validator install uninstall clean
+# Fuzzing: every parser's libFuzzer harness for FUZZ_SECONDS each (fuzz/README.md).
+FUZZ_SECONDS ?= 20
+
+.PHONY: all build demo test bench bench-validator fuzz install uninstall clean
 
 all: build
 
@@ -33,6 +36,12 @@ test:
 	$(MAKE) --no-print-directory build
 	SECUROTP_BIN_DIR="$(BIN)" $(SWIFT) test
 	SECUROTP_BIN_DIR="$(BIN)" SECUROTP_MODULE="$(MODULE)" $(SWIFT) test --skip-build --filter IntegrationTests
+
+# Built with swiftc, not SwiftPM (no fuzzer mode there); .build/fuzz/ holds binaries, corpora, crashes.
+fuzz:
+	scripts/install-deps.sh fuzz
+	fuzz/build.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 bench:
 	scripts/install-deps.sh bench

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages securotp needs to build, test, demo or benchmark — only the
-# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench
+# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench|fuzz
 set -euo pipefail
 
 # libcurl4-openssl-dev: headers only; libcurl4: the library the module and CLI dlopen
@@ -15,13 +15,17 @@ demo=("${build[@]}" oathtool)
 # from PyPI, pinned, into its own venv under bench/validator/out/ rather than the system python:
 # it pins its own dependency versions; postgresql for securotpd's PostgreSQL backend).
 bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath curl openssl strace python3-venv postgresql)
+# libFuzzer, AddressSanitizer and lld come with the Swift toolchain; the PSKC harnesses load
+# FoundationXML, which needs libxml2. (fuzz/corpus/generate.py, not run by CI, uses PyPI python-pskc.)
+fuzz=("${build[@]}" libxml2)
 
 case "${1:-build}" in
   build) wanted=("${build[@]}") ;;
   test) wanted=("${test[@]}") ;;
   demo) wanted=("${demo[@]}") ;;
   bench) wanted=("${bench[@]}") ;;
-  *) echo "usage: $0 build|test|demo|bench" >&2; exit 64 ;;
+  fuzz) wanted=("${fuzz[@]}") ;;
+  *) echo "usage: $0 build|test|demo|bench|fuzz" >&2; exit 64 ;;
 esac
 
 # PyPI tools the tests use as independent oracles (no Debian packages exist for them).

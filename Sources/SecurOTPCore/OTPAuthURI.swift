@@ -19,9 +19,16 @@ public struct OTPAuthURI {
 
     /// `otpauth://TYPE/ISSUER:ACCOUNT?secret=...&issuer=...` plus every parameter that differs
     /// from the default (algorithm SHA1, 6 digits, period 30); `counter` always for HOTP.
+    ///
+    /// `parse` splits the label at its first ':' (literal or %3A), so the label carries the
+    /// issuer only when the issuer has no ':' of its own (the issuer= parameter always carries
+    /// it), and an account with a ':' always gets a prefix, empty if need be: what `parse`
+    /// returned renders to a URI that parses back to the same token.
     public func render() -> String {
         var label = Self.percentEncode(account)
-        if let issuer, !issuer.isEmpty { label = Self.percentEncode(issuer) + ":" + label }
+        func hasColon(_ text: String) -> Bool { text.utf8.contains(UInt8(ascii: ":")) }
+        let labelIssuer = issuer.flatMap { $0.isEmpty || hasColon($0) ? nil : $0 } ?? (hasColon(account) ? "" : nil)
+        if let labelIssuer { label = Self.percentEncode(labelIssuer) + ":" + label }
         var uri = "otpauth://\(parameters.kind.rawValue)/\(label)?secret=\(Base32.encode(secret))"
         if let issuer, !issuer.isEmpty { uri += "&issuer=" + Self.percentEncode(issuer) }
         if parameters.algorithm != .sha1 { uri += "&algorithm=" + parameters.algorithm.name }
@@ -48,12 +55,7 @@ public struct OTPAuthURI {
 
         let question = rest.firstIndex(of: UInt8(ascii: "?")) ?? rest.endIndex
         guard let label = percentDecode(rest[..<question]) else { throw .init("label is not valid percent-encoded UTF-8") }
-        var account = label
-        var labelIssuer: String?
-        if let colon = label.firstIndex(of: ":") {
-            labelIssuer = String(label[..<colon])
-            account = String(label[label.index(after: colon)...].drop(while: { $0 == " " }))
-        }
+        let (labelIssuer, account) = splitLabel(label)
         guard !account.isEmpty else { throw .init("label has no account name") }
 
         var parameters = OATHParameters(kind: kind)
@@ -91,6 +93,20 @@ public struct OTPAuthURI {
         var uri = OTPAuthURI(parameters: parameters, secret: secret, account: account, issuer: issuer ?? labelIssuer)
         uri.issuerLabelPrefix = labelIssuer
         return uri
+    }
+
+    /// A decoded label, `ISSUER:ACCOUNT` or `ACCOUNT`, split at its first ':' byte (a Character
+    /// search would miss a ':' that a combining mark joins into one grapheme with what follows).
+    /// Spaces may precede the account name; they are never part of it, with or without an
+    /// issuer prefix, so a rendered label reads back the same.
+    public static func splitLabel(_ label: String) -> (issuer: String?, account: String) {
+        var account = label.utf8[...]
+        var issuer: String?
+        if let colon = label.utf8.firstIndex(of: UInt8(ascii: ":")) {
+            issuer = String(decoding: label.utf8[..<colon], as: UTF8.self)
+            account = label.utf8[label.utf8.index(after: colon)...]
+        }
+        return (issuer, String(decoding: account.drop(while: { $0 == UInt8(ascii: " ") }), as: UTF8.self))
     }
 
     // MARK: percent-encoding (RFC 3986 unreserved characters stay literal)

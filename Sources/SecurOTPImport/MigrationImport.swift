@@ -165,13 +165,8 @@ enum MigrationImport {
         default: throw ImportError(.unsupported, "unknown OTP type value \(entry.type)")
         }
 
-        // The name is the otpauth label: "account" or "issuer:account" (spaces may follow the colon).
-        var account = entry.name
-        var labelIssuer: String?
-        if let colon = entry.name.firstIndex(of: ":") {
-            labelIssuer = String(entry.name[..<colon])
-            account = String(entry.name[entry.name.index(after: colon)...].drop(while: { $0 == " " }))
-        }
+        // The name is the otpauth label: "account" or "issuer:account", split as otpauth URIs are.
+        let (labelIssuer, account) = OTPAuthURI.splitLabel(entry.name)
         guard !account.isEmpty else { throw ImportError(.malformed, "no account name") }
         let issuer = entry.issuer.isEmpty ? labelIssuer.flatMap { $0.isEmpty ? nil : $0 } : entry.issuer
         return ImportedToken(kind: .oath(parameters), secret: secret, issuer: issuer, account: account, source: source)

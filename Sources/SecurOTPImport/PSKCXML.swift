@@ -44,7 +44,9 @@ enum PSKCXML {
 
     static func parse(_ bytes: [UInt8]) throws(ImportError) -> PSKCNode {
         try TokenImporter.checkXMLIsSafe(bytes)
-        let parser = XMLParser(data: Data(bytes))
+        let document = try utf8Document(bytes)
+        try refuseProcessingInstructions(document)
+        let parser = XMLParser(data: Data(document))
         parser.shouldProcessNamespaces = true
         parser.shouldReportNamespacePrefixes = false
         parser.shouldResolveExternalEntities = false
@@ -60,6 +62,39 @@ enum PSKCXML {
             throw ImportError(.malformed, "PSKC XML is not well-formed near line \(parser.lineNumber), column \(parser.columnNumber): \(reason)")
         }
         return root
+    }
+
+    /// The document in UTF-8, the only encoding XMLParser reads safely on Linux (found by
+    /// fuzz/harnesses/pskc.swift): libxml2 hands names and comments in bytes that are not UTF-8
+    /// on as they are, and XMLParser traps on them. A file that declares Latin-1 is converted
+    /// here and loses its XML declaration, so libxml2 reads the result as UTF-8 — whether or not
+    /// it would have understood the declaration.
+    static func utf8Document(_ bytes: [UInt8]) throws(ImportError) -> [UInt8] {
+        if String(validating: bytes, as: UTF8.self) != nil { return bytes }
+        guard TokenImporter.declaresLatin1(bytes), let end = TokenImporter.find(bytes, "?>", from: 5) else {
+            throw ImportError(.malformed, "PSKC XML is not valid UTF-8; convert the file to UTF-8 (or declare its real encoding)")
+        }
+        var utf8: [UInt8] = []
+        utf8.reserveCapacity(bytes.count + bytes.count / 8)
+        for byte in bytes[(end + 2)...] {
+            if byte < 0x80 {
+                utf8.append(byte)
+            } else {
+                utf8 += [0xC0 | byte >> 6, 0x80 | byte & 0x3F]
+            }
+        }
+        return utf8
+    }
+
+    /// XMLParser dereferences NULL on a processing instruction without data (found by
+    /// fuzz/harnesses/pskc.swift). PSKC files have none, so any but the XML declaration at the
+    /// start is refused.
+    static func refuseProcessingInstructions(_ bytes: [UInt8]) throws(ImportError) {
+        let declaration = TokenImporter.startsWith(bytes, at: 0, "<?xml") && bytes.count > 5 && TokenImporter.isWhitespace(bytes[5])
+        if let instruction = TokenImporter.find(bytes, "<?", from: declaration ? 2 : 0) {
+            let line = bytes[..<instruction].filter { $0 == UInt8(ascii: "\n") }.count + 1
+            throw ImportError(.malformed, "PSKC XML has a processing instruction on line \(line); PSKC files have none but the XML declaration")
+        }
     }
 
     private final class TreeBuilder: NSObject, XMLParserDelegate {

@@ -69,7 +69,7 @@ public enum TokenImporter {
         }
         if let encoding = declaredEncoding(bytes) {
             let folded = encoding.lowercased()
-            guard ["utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin1"].contains(folded) else {
+            guard ["utf-8", "utf8", "us-ascii", "ascii"].contains(folded) || latin1Names.contains(folded) else {
                 throw ImportError(.unsupported, "XML encoding \"\(encoding)\" is not supported; convert the file to UTF-8")
             }
         }
@@ -102,6 +102,13 @@ public enum TokenImporter {
     static func localName(_ qualified: String) -> String {
         guard let colon = qualified.lastIndex(of: ":") else { return qualified }
         return String(qualified[qualified.index(after: colon)...])
+    }
+
+    static let latin1Names = ["iso-8859-1", "latin1"]
+
+    /// Whether the XML declaration names ISO-8859-1, where any byte is a character.
+    static func declaresLatin1(_ bytes: [UInt8]) -> Bool {
+        declaredEncoding(bytes).map { latin1Names.contains($0.lowercased()) } ?? false
     }
 
     private static func declaredEncoding(_ bytes: [UInt8]) -> String? {

@@ -57,6 +57,31 @@ import SecurOTPCore
         #expect(text.contains("counter=") == (parameters.kind == .hotp))
     }
 
+    /// Found by fuzz/harnesses/otpauth.swift: labels whose issuer or account holds a ':', or
+    /// whose ':' carries a combining mark, parsed or rendered into a different account.
+    @Test(arguments: [
+        ("otpauth://totp/Am?secret=JBSWY3DP&issuer=Auth://C", "Am", "Auth://C"),
+        ("otpauth://totp/ACME:%CC%B9alice?secret=JBSWY3DP", "\u{339}alice", "ACME"),
+        ("otpauth://totp/%20%20bob?secret=JBSWY3DP", "bob", nil),
+        ("otpauth://totp/ACME:a:b?secret=JBSWY3DP", "a:b", "ACME"),
+    ] as [(String, String, String?)])
+    func labelSplitsAtTheFirstColonByteAndRendersBack(text: String, account: String, issuer: String?) throws {
+        let parsed = try OTPAuthURI.parse(text)
+        #expect(parsed.account == account)
+        #expect(parsed.issuer == issuer)
+        let again = try OTPAuthURI.parse(parsed.render())
+        #expect(again.account == account)
+        #expect(again.issuer.flatMap { $0.isEmpty ? nil : $0 } == issuer)
+    }
+
+    @Test func accountWithColonAndNoIssuerRendersBack() throws {
+        let secret = SecretBytes(copying: [1, 2, 3, 4, 5])
+        let uri = OTPAuthURI(parameters: OATHParameters(kind: .totp), secret: secret, account: "a:b", issuer: nil)
+        let again = try OTPAuthURI.parse(uri.render())
+        #expect(again.account == "a:b")
+        #expect(again.issuer.flatMap { $0.isEmpty ? nil : $0 } == nil)
+    }
+
     @Test(arguments: [
         "http://totp/a?secret=JBSWY3DP",
         "otpauth://motp/a?secret=JBSWY3DP",

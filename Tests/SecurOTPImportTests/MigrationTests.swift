@@ -124,6 +124,21 @@ import SecurOTPCore
         #expect(tokens[2].oath == OATHParameters(kind: .totp))
     }
 
+    /// Found by fuzz/harnesses/migration.swift: names split as otpauth labels do — at the
+    /// first ':' byte even when a combining mark follows it, spaces dropped before any account.
+    @Test func namesSplitLikeOTPAuthLabels() throws {
+        let payload = Proto.payload([
+            Proto.entry(name: "ACME:\u{339}alice"),
+            Proto.entry(name: "  bob"),
+        ])
+        let tokens = try importText(Self.uri(for: payload))
+        try #require(tokens.count == 2)
+        #expect(tokens[0].issuer == "ACME")
+        #expect(tokens[0].account == "\u{339}alice")
+        #expect(tokens[1].issuer == nil)
+        #expect(tokens[1].account == "bob")
+    }
+
     @Test func skipsUnknownFields() throws {
         // Unknown fields of every wire type, in the payload and in an entry.
         let unknown = Proto.int(15, 300) + Proto.key(16, 1) + [UInt8](repeating: 7, count: 8)

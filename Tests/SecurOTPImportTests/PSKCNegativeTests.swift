@@ -154,6 +154,36 @@ import SecurOTPCore
         #expect(importError(ebcdic)?.code == .unsupported)
     }
 
+    /// Found by fuzz/harnesses/pskc.swift: Foundation's XMLParser trapped (SIGILL, killing
+    /// `securotp import`) on an element name that is not UTF-8, and crashed on a processing
+    /// instruction without data. Both are refused first; Latin-1 files still import.
+    @Test func inputThatCrashesXMLParserIsRefused() throws {
+        let open = Array(#"<?xml version="1.0" encoding="UTF-8"?><KeyContainer Version="1.0">"#.utf8)
+        let close = Array("</KeyContainer>".utf8)
+        for inside: [UInt8] in [[0x3C, 0xE1, 0x2D, 0x2D, 0x2F, 0x3E], [0x3C, 0x61, 0x20, 0xFF, 0x3D, 0x22, 0x22, 0x2F, 0x3E]] {
+            let error = try #require(importError(open + inside + close))
+            #expect(error.code == .malformed, "\(error)")
+            #expect(error.message.contains("UTF-8"), "\(error)")
+        }
+        // Processing instructions without data made XMLParser dereference NULL (SIGSEGV).
+        for text in [#"<?xml?><KeyContainer Version="1.0"/>"#, #"<KeyContainer Version="1.0"><?pi?></KeyContainer>"#,
+                     #"<?xml version="1.0"?><KeyContainer Version="1.0"><?pi x?></KeyContainer>"#] {
+            let error = try #require(importError(text))
+            #expect(error.code == .malformed && error.message.contains("processing instruction"), "\(error)")
+        }
+        let plain = try Self.file("plain.pskcxml")
+        let latin1 = plain.replacingOccurrences(of: "encoding=\"UTF-8\"", with: "encoding=\"ISO-8859-1\"")
+            .replacingOccurrences(of: "</KeyContainer>", with: "<!-- \u{E9} --></KeyContainer>")
+        #expect(latin1 != plain)
+        let bytes = latin1.unicodeScalars.map { UInt8(truncatingIfNeeded: $0.value) }
+        #expect(try TokenImporter.parse(bytes, options: options()).count == 2)
+        // A declaration libxml2 cannot read leaves it reading UTF-8: the Latin-1 bytes are
+        // converted whatever the declaration looks like.
+        let garbled = Array(#"<?xml verl version="1.0" encoding="ISO-8859-1"?><KeyContainer Version="1.0"><!-- "#.utf8)
+            + [0xE9] + Array(" --></KeyContainer>".utf8)
+        #expect(importError(garbled)?.code == .malformed)
+    }
+
     @Test func containerWithoutKeysIsRefused() {
         let error = importError(#"<KeyContainer Version="1.0" xmlns="urn:ietf:params:xml:ns:keyprov:pskc"/>"#)
         #expect(error?.code == .malformed)

@@ -147,3 +147,64 @@ extension TokenKindTests {
         #expect(try temp.store.verify("sam", passcode, now: t0 + 5).outcome == .accepted(serial: serial, digits: 6))
     }
 }
+
+/// Found by fuzz/harnesses/passcode.swift: a code that could not be computed (empty) matched an
+/// empty answer, or a PIN with nothing after it. The next-code dialogue of an OCRA token (which
+/// has no next code) accepted an empty answer, so `next_code_after` could be passed by Enter.
+extension TokenKindTests {
+    func ocra(_ temp: TemporaryStore) throws -> (serial: String, seed: SecretBytes, suite: OCRASuite) {
+        let suite = try OCRASuite("OCRA-1:HOTP-SHA1-6:QN08")
+        let seed = SecretBytes(copying: Array("12345678901234567890".utf8))
+        let record = try temp.store.add([NewToken(kind: .ocra, parameters: OATHParameters(kind: .hotp, digits: 6), seed: seed,
+                                                  suite: suite.text)], user: "olga", maxTokens: 10, now: t0)[0]
+        return (record.serial, seed, suite)
+    }
+
+    @Test func emptyCodesNeverMatch() throws {
+        let pinHash = try #require(Array("1234".utf8).withUnsafeBufferPointer { SlowHash.hash($0, iterations: 10_000) })
+        let cases: [(PINMode, String)] = [(.none, ""), (.prefix, "1234"), (.addedByToken, "")]
+        for (mode, answer) in cases {
+            let found = Array(answer.utf8).withUnsafeBufferPointer {
+                PasscodeMatcher(mode: mode, pinHash: pinHash, pinLength: 4, passcode: $0).find(in: [(position: Int64(7), code: [UInt8]())])
+            }
+            #expect(found == .none, "\(mode) with \"\(answer)\"")
+        }
+    }
+
+    /// PBKDF2's HMAC pads its key with zeros, so "1234" and "1234" followed by NULs hash alike;
+    /// only a PIN the PIN rules allow is compared.
+    @Test func pinWithTrailingNULsIsNotThePIN() throws {
+        let temp = try TemporaryStore()
+        let seed = try securID(temp, pinMode: .prefix)
+        try setPIN(temp, "1234")
+        let code = tokencode(seed, at: t0)
+        #expect(try temp.store.verify("sam", Array("1234".utf8) + [0, 0, 0] + code, now: t0).outcome == .rejected)
+        #expect(try temp.store.verify("sam", Array("1234".utf8) + code, now: t0).outcome == .accepted(serial: serial, digits: 4 + code.count))
+    }
+
+    @Test func ocraNextCodeDialogueAcceptsNothing() throws {
+        let temp = try TemporaryStore()
+        let token = try ocra(temp)
+        let result = try [UInt8]().withUnsafeBufferPointer {
+            try temp.store.verifyNextCode(user: "olga", serial: token.serial, position: 0, input: $0, policy: VerifyPolicy(), now: t0)
+        }
+        #expect(result.outcome == .rejected)
+    }
+
+    @Test func nextCodeAfterDoesNotApplyToOCRA() throws {
+        let temp = try TemporaryStore()
+        let token = try ocra(temp)
+        var policy = VerifyPolicy()
+        policy.nextCodeAfter = 1
+        let challenge = "12345678"
+        let wrong = try Array("000000".utf8).withUnsafeBufferPointer {
+            try temp.store.verify(user: "olga", input: $0, codeAtEnd: false, policy: policy, now: t0, challenge: challenge)
+        }
+        #expect(wrong.outcome == .rejected && wrong.failures == 1)
+        let response = try OCRA.response(suite: token.suite, key: token.seed, question: challenge)
+        let right = try response.withUnsafeBufferPointer {
+            try temp.store.verify(user: "olga", input: $0, codeAtEnd: false, policy: policy, now: t0, challenge: challenge)
+        }
+        #expect(right.outcome == .accepted(serial: token.serial, digits: 6))
+    }
+}

@@ -16,9 +16,12 @@ struct PasscodeMatcher {
     let pinLength: Int
     let passcode: UnsafeBufferPointer<UInt8>
 
+    /// An empty code — one that could not be computed, such as the "next code" of a
+    /// challenge-response token — never matches: otherwise an empty answer, or a PIN alone in
+    /// front of nothing, would pass (found by fuzz/harnesses/passcode.swift).
     func find(in codes: some Sequence<(position: Int64, code: [UInt8])>) -> Found {
         var wrongPIN = false
-        for (position, code) in codes {
+        for (position, code) in codes where !code.isEmpty {
             switch mode {
             case .none:
                 if code.withUnsafeBufferPointer({ ConstantTime.equal($0, passcode) }) { return .match(position: position) }
@@ -51,7 +54,10 @@ struct PasscodeMatcher {
         return Array(difference.suffix(pinLength))
     }
 
+    /// Only what PINRules would have let `setPIN` store can be the PIN. Checking that first also
+    /// closes HMAC's key padding: PBKDF2 derives the same hash from "1234" and "1234\0\0"
+    /// (found by fuzz/harnesses/passcode.swift), and saves a slow hash on junk.
     private func pinMatches(_ pin: UnsafeBufferPointer<UInt8>) -> Bool {
-        !pinHash.isEmpty && SlowHash.verify(pin, against: pinHash)
+        !pinHash.isEmpty && PINRules.problem(pin, mode: mode) == nil && SlowHash.verify(pin, against: pinHash)
     }
 }

@@ -129,7 +129,8 @@ public struct VerificationEngine {
                     replayedSerial = replayedSerial ?? record.serial
                     continue
                 }
-                if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter {
+                // A challenge-response token has no next code to ask for.
+                if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter, record.kind != .ocra {
                     return Decision(result: VerifyResult(outcome: .nextCodeRequired(serial: record.serial, position: position), userHasTokens: true,
                                                          failures: state.failures, lockedNow: false,
                                                          note: "next code required after \(state.failures) failures"),

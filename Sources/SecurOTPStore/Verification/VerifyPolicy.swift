@@ -8,7 +8,8 @@ public struct VerifyPolicy: Sendable, Equatable {
     /// dialogue (steps either side for time tokens, counter values ahead for HOTP; 0: never).
     public var resyncWindow = 50
     /// After this many consecutive failures even a right code must be followed by the
-    /// token's next code (SecurID's next-tokencode mode; 0: never).
+    /// token's next code (SecurID's next-tokencode mode; 0: never). Not for OCRA tokens,
+    /// whose responses answer challenges and have no next code.
     public var nextCodeAfter = 0
     /// Consecutive failures that lock the user (0: never lock).
     public var deny = 5
