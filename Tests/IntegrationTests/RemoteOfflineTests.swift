@@ -112,4 +112,26 @@ struct RemoteOfflineTests {
         #expect(locked.status == PAM.authInfoUnavailable && locked.prompts.isEmpty, "locked offline codes are not offered: \(locked)")
         #expect(laptop.lines("failures ").first?.hasPrefix("failures 2 ") == true, "\(laptop.cache())")
     }
+
+    @Test("Offline logins are logged as such, with what is left — and never the code", .enabled(if: SyslogCapture.available, "needs root and mount namespaces (unshare)"))
+    func logged() throws {
+        let laptop = try Laptop(count: 2)
+        let box = laptop.world.box
+        let validator = try laptop.world.start()
+        #expect(try box.login(try laptop.service("online", validator.url), "root", [laptop.code(0)]).status == PAM.success)
+        _ = try validator.stop()
+        let down = try laptop.service("down", "https://127.0.0.1:\(try SilentListener.closedPort())")
+        let log = try SyslogCapture(box)
+        let wrong = Oath.wrongCode(avoiding: Set(try (0...10).map { try laptop.code(UInt64($0)) }))
+        #expect(try log.login(box, down, "root", [wrong]).status == PAM.authError)
+        #expect(try log.login(box, down, "root", [laptop.code(1)]).status == PAM.success)
+        let lines = log.lines()
+        #expect(lines.contains { $0.contains("unavailable during preflight") && $0.contains("checking root against this host's offline codes") }, "\(lines)")
+        #expect(lines.contains { $0.contains("rejected code for root (not one of this host's offline codes); 1 consecutive failures [offline]") }, "\(lines)")
+        #expect(lines.contains { $0.contains("accepted code for root (token \(laptop.serial), offline code, 1 left on this host) [offline]") }, "\(lines)")
+        let typed = [wrong, try laptop.code(1)]
+        for line in lines.map({ $0.replacingOccurrences(of: laptop.serial, with: "S") }) {
+            for code in typed where line.contains(code) { Issue.record("a code is in the log: \(line)") }
+        }
+    }
 }
