@@ -19,9 +19,14 @@ final class StoreExecutor: @unchecked Sendable {
     private var queue: [Job] = []
     private var stopped = false
     private let finished = DispatchSemaphore(value: 0)
+    /// Checkpoints the WAL into the database off the commit path (see Checkpointer).
+    private let checkpointer: Checkpointer?
 
     init(store: Store) {
         self.store = store
+        checkpointer = Checkpointer(database: store.paths.database)
+        // Only with a checkpointer running may the writer stop checkpointing itself.
+        if checkpointer != nil { store.database.disableCheckpointsOnCommit() }
         let thread = Thread { [unowned self] in self.loop() }
         thread.name = "securotp-store"
         thread.start()
@@ -67,7 +72,10 @@ final class StoreExecutor: @unchecked Sendable {
         stopped = true
         condition.signal()
         condition.unlock()
-        if first { finished.wait() }
+        if first {
+            finished.wait()
+            checkpointer?.stop()
+        }
     }
 
     private func loop() {
@@ -76,6 +84,7 @@ final class StoreExecutor: @unchecked Sendable {
             while queue.isEmpty && !stopped { condition.wait() }
             if queue.isEmpty && stopped {
                 condition.unlock()
+                checkpointer?.stop()
                 try? store.checkpoint()
                 finished.signal()
                 return
@@ -94,6 +103,50 @@ final class StoreExecutor: @unchecked Sendable {
             }
             for job in batch { job.finish(commitError) }
         }
+    }
+}
+
+/// A second connection that copies the WAL into the database every `interval`, PASSIVE: it
+/// takes what committed transactions left and never waits for, or blocks, the writer. Once a
+/// checkpoint has copied everything, SQLite starts the WAL again from its beginning at the
+/// next commit, so the file stays small without the writer ever paying for it.
+private final class Checkpointer: @unchecked Sendable {
+    static let interval = 0.5
+
+    private let database: SQLiteDatabase
+    private let condition = NSCondition()
+    private var stopped = false
+    private let finished = DispatchSemaphore(value: 0)
+
+    init?(database path: String) {
+        guard let database = try? SQLiteDatabase(path: path, create: false) else { return nil }
+        self.database = database
+        let thread = Thread { [unowned self] in self.loop() }
+        thread.name = "securotp-checkpoint"
+        thread.start()
+    }
+
+    /// Ends the thread (idempotent); returns when it has.
+    func stop() {
+        condition.lock()
+        let first = !stopped
+        stopped = true
+        condition.signal()
+        condition.unlock()
+        if first { finished.wait() }
+    }
+
+    private func loop() {
+        condition.lock()
+        while !stopped {
+            condition.wait(until: Date().addingTimeInterval(Self.interval))
+            if stopped { break }
+            condition.unlock()
+            try? database.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            condition.lock()
+        }
+        condition.unlock()
+        finished.signal()
     }
 }
 
