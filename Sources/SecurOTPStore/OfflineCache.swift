@@ -82,11 +82,12 @@ public struct OfflineCache: Sendable, Equatable {
         lockedUntil = 0
     }
 
-    /// A wrong offline code: counted, and after `deny` of them offline logins stop for
-    /// `unlockTime` seconds (0: until the validator is back and clears them).
+    /// A wrong offline code: counted, and after `deny` of them (0: never) offline logins stop
+    /// for `unlockTime` seconds (0: until the validator is back and clears them). Only called
+    /// while the cache is not locked. Returns whether this failure locked it.
     public mutating func fail(now: Int64, deny: Int, unlockTime: Int64) -> Bool {
         failures += 1
-        guard failures >= deny, lockedUntil == 0 || now >= lockedUntil else { return false }
+        guard deny > 0, failures >= deny else { return false }
         lockedUntil = unlockTime == 0 ? Int64.max : now + unlockTime
         return true
     }

@@ -71,6 +71,9 @@ struct OfflineCacheTests {
         _ = forever.fail(now: 100, deny: 1, unlockTime: 0)
         #expect(forever.isLocked(at: Int64.max - 1))
         forever.clearFailures()
+        var never = OfflineCache()
+        let lockedByDenyZero = never.fail(now: 100, deny: 0, unlockTime: 60)
+        #expect(!lockedByDenyZero && !never.isLocked(at: 100) && never.failures == 1, "deny=0 never locks")
         #expect(!forever.isLocked(at: 200) && forever.failures == 0)
     }
 
