@@ -255,9 +255,11 @@ public struct OfflineCacheDirectory {
             }
             try FileSecurity.makePrivateDirectory(path)
         } else {
-            var info = stat()
-            if lstat(path, &info) != 0, securotp_errno() == ENOENT { return try body(false) }
-            try FileSecurity.check(path, .secret, isDirectory: true)
+            do throws(StoreError) {
+                try FileSecurity.check(path, .secret, isDirectory: true)
+            } catch where error.code == .missing {
+                return try body(false)
+            }
         }
         let fd = securotp_open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC, 0)
         guard fd >= 0 else { throw StoreError(.system, "cannot open \(path): \(String(cString: strerror(securotp_errno())))") }
@@ -273,9 +275,12 @@ public struct OfflineCacheDirectory {
     /// is an error naming the file (the caller logs it and treats the cache as empty).
     public func load(user: String, pepper: [UInt8]) throws(StoreError) -> OfflineCache {
         let file = file(for: user)
-        var info = stat()
-        if lstat(file, &info) != 0, securotp_errno() == ENOENT { return OfflineCache() }
-        let bytes = try FileSecurity.contents(of: file, .secret, maxSize: OfflineCache.maxFileSize)
+        let bytes: [UInt8]
+        do throws(StoreError) {
+            bytes = try FileSecurity.contents(of: file, .secret, maxSize: OfflineCache.maxFileSize)
+        } catch where error.code == .missing {
+            return OfflineCache()
+        }
         guard let cache = OfflineCache.parse(bytes, user: user, pepper: pepper) else {
             throw StoreError(.corrupt, """
                 \(file) is not an offline cache for \(user) under this host's credential (copied, edited, \

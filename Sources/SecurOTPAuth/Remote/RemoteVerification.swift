@@ -28,12 +28,10 @@ struct RemoteVerification: PasscodeCheck {
     /// The validator was unreachable before the prompt: the answer is checked against this
     /// host's offline codes only.
     private var offlineOnly = false
-    private let offlineCaches: OfflineCacheDirectory
+    /// The user's offline codes on this host (keyed with the credential the client read).
+    private var offline: OfflineCodes?
 
-    init(_ login: LoginContext) {
-        self.login = login
-        offlineCaches = OfflineCacheDirectory(login.settings)
-    }
+    init(_ login: LoginContext) { self.login = login }
 
     private var session: PAMSession { login.session }
     private var remote: ValidatorSettings { login.settings.remote }
@@ -50,13 +48,15 @@ struct RemoteVerification: PasscodeCheck {
             return .finish(PAM_AUTHINFO_UNAVAIL)
         }
         self.client = client
+        let offline = OfflineCodes(login: login, caches: OfflineCacheDirectory(login.settings), pepper: client.pepper)
+        self.offline = offline
         let preflight: PreflightAnswer
         do throws(ValidatorFailure) {
             let json = try client.post("/v1/preflight", JSONWriter.object([(key: "user", value: .text(login.user))]))
             guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
             preflight = answer
         } catch {
-            if case .unavailable(let reason) = error, let digits = offlineCodeDigits(client) {
+            if case .unavailable(let reason) = error, let digits = offline.usableCodeDigits() {
                 session.log(LOG_WARNING, "validator \(validatorName) unavailable during preflight (\(reason)); checking \(login.shownUser) against this host's offline codes")
                 offlineOnly = true
                 codeLength = digits
@@ -85,11 +85,11 @@ struct RemoteVerification: PasscodeCheck {
     }
 
     mutating func check(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> Int32 {
-        guard login.validName, let client else {
+        guard login.validName, let client, let offline else {
             session.log(LOG_NOTICE, "rejected code for \(login.shownUser) (not sent to the validator)")
             return PAM_AUTH_ERR
         }
-        if offlineOnly { return checkOffline(input, client: client, countsFailure: countsFailure) }
+        if offlineOnly { return checkOffline(input, offline, countsFailure: countsFailure) }
         // forward_pass: only the trailing code leaves this host, never the password.
         let forward = login.settings.forwardPass
         let passcode = forward ? UnsafeBufferPointer(rebasing: input[max(0, input.count - codeLength)...]) : input
@@ -97,7 +97,7 @@ struct RemoteVerification: PasscodeCheck {
         if forward { fields.append((key: "code_at_end", value: .bool(true))) }
         if let challenge { fields.append((key: "challenge", value: .text(challenge))) }
         // Offline codes used since the last online login: the validator withdraws them first.
-        let reported = offlineUsage(client)
+        let reported = offline.pendingUsage()
         if !reported.isEmpty {
             fields.append((key: "offline_used", value: .objects(reported.map { usage in
                 [(key: "serial", value: .text(usage.serial)), (key: "next_unused", value: .integer(usage.nextUnused))]
@@ -109,13 +109,13 @@ struct RemoteVerification: PasscodeCheck {
         do throws(ValidatorFailure) {
             answer = try ask("/v1/verify", JSONWriter.object(fields), client: client)
         } catch {
-            if case .unavailable(let reason) = error, offlineCodeDigits(client) != nil {
+            if case .unavailable(let reason) = error, offline.usableCodeDigits() != nil {
                 session.log(LOG_WARNING, "validator \(validatorName) unavailable during verification (\(reason)); checking \(login.shownUser) against this host's offline codes")
-                return checkOffline(input, client: client, countsFailure: countsFailure)
+                return checkOffline(input, offline, countsFailure: countsFailure)
             }
             return failed(error, during: "verification")
         }
-        keepOfflineCodes(answer, reported: reported, client: client)
+        offline.keep(answer, reported: reported)
         return conclude(answer, client: client, answersLeft: Self.maxAnswers)
     }
 
@@ -199,20 +199,8 @@ struct RemoteVerification: PasscodeCheck {
         return send("/v1/verify/answer", body, client: client, answersLeft: answersLeft)
     }
 
-    private func offline(_ client: ValidatorClient) -> OfflineCodes {
-        OfflineCodes(login: login, caches: offlineCaches, pepper: client.pepper)
-    }
-
-    private func offlineCodeDigits(_ client: ValidatorClient) -> Int? { offline(client).usableCodeDigits() }
-
-    private func offlineUsage(_ client: ValidatorClient) -> [OfflineCache.Usage] { offline(client).pendingUsage() }
-
-    private func keepOfflineCodes(_ answer: VerifyAnswer, reported: [OfflineCache.Usage], client: ValidatorClient) {
-        offline(client).keep(answer, reported: reported)
-    }
-
-    private mutating func checkOffline(_ input: UnsafeBufferPointer<UInt8>, client: ValidatorClient, countsFailure: Bool) -> Int32 {
-        let (code, digits) = offline(client).check(input, countsFailure: countsFailure)
+    private mutating func checkOffline(_ input: UnsafeBufferPointer<UInt8>, _ offline: OfflineCodes, countsFailure: Bool) -> Int32 {
+        let (code, digits) = offline.check(input, countsFailure: countsFailure)
         matchedDigits = digits
         return code
     }

@@ -114,7 +114,7 @@ struct VerifyAnswer {
         guard let items = list.array, items.count <= 10 else { return nil }
         var refills: [OfflineCache.Refill] = []
         for item in items {
-            guard let serial = item["serial"]?.string, let digits = item["digits"]?.integer, let iterations = item["iterations"]?.integer,
+            guard let serial = item["serial"]?.string, OfflineCache.isPlainSerial(serial), let digits = item["digits"]?.integer, let iterations = item["iterations"]?.integer,
                   let firstValid = item["first_valid"]?.integer, firstValid >= 0,
                   let codes = item["codes"]?.array, codes.count <= 100 else { return nil }
             var parsed: [OfflineCache.Code] = []
@@ -125,7 +125,6 @@ struct VerifyAnswer {
                                                     counter: counter, salt: saltBytes, hash: hashBytes) else { return nil }
                 parsed.append(entry)
             }
-            guard OfflineCache.isPlainSerial(serial) else { return nil }
             refills.append(OfflineCache.Refill(serial: serial, firstValid: firstValid, codes: parsed))
         }
         return refills
