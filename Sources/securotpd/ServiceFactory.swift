@@ -10,7 +10,7 @@ enum ServiceFactory {
         if let url = settings.postgresURL {
             return try await PostgresTokenService.connect(url: url, settings: settings.store, logger: logger)
         }
-        return try LocalTokenService(settings: settings.store, create: true)
+        return try LocalTokenService(settings: settings.store, create: true, backgroundCheckpoints: true)
     }
 
     /// A URL fit for logs: the password replaced.

@@ -13,10 +13,12 @@ public final class LocalTokenService: TokenService {
     private let lastTouch = CredentialUse()
 
     /// Opens (with `create`, first makes) the store `settings.paths` names.
-    public init(settings: Settings, create: Bool = false) throws(ServiceError) {
+    /// `backgroundCheckpoints`: a long-lived server (securotpd) checkpoints the WAL from a
+    /// second connection instead of in its commits (StoreExecutor).
+    public init(settings: Settings, create: Bool = false, backgroundCheckpoints: Bool = false) throws(ServiceError) {
         self.settings = settings
         do {
-            executor = StoreExecutor(store: try Store.open(settings.paths, create: create))
+            executor = StoreExecutor(store: try Store.open(settings.paths, create: create), backgroundCheckpoints: backgroundCheckpoints)
         } catch {
             throw ServiceError(error)
         }

@@ -22,9 +22,11 @@ final class StoreExecutor: @unchecked Sendable {
     /// Checkpoints the WAL into the database off the commit path (see Checkpointer).
     private let checkpointer: Checkpointer?
 
-    init(store: Store) {
+    /// `backgroundCheckpoints`: for a long-lived process (securotpd); short-lived ones (the
+    /// CLI) keep the store's own WAL policy and checkpoint when they stop.
+    init(store: Store, backgroundCheckpoints: Bool) {
         self.store = store
-        checkpointer = Checkpointer(database: store.paths.database)
+        checkpointer = backgroundCheckpoints ? Checkpointer(database: store.paths.database) : nil
         // Only with a checkpointer running may the writer stop checkpointing itself.
         if checkpointer != nil { store.database.disableCheckpointsOnCommit() }
         let thread = Thread { [unowned self] in self.loop() }
@@ -72,10 +74,7 @@ final class StoreExecutor: @unchecked Sendable {
         stopped = true
         condition.signal()
         condition.unlock()
-        if first {
-            finished.wait()
-            checkpointer?.stop()
-        }
+        if first { finished.wait() }
     }
 
     private func loop() {
