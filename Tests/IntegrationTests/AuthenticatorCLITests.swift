@@ -138,12 +138,14 @@ struct AuthenticatorCLITests {
         let ctf = try SecurIDVectors.export("A-v2")
         _ = try authenticator.importOne(ctf)
         try await Clock.waitForFreshStep(margin: 5)
-        let now = Int64(Clock.now())
-        let result = try authenticator.run(["code", "--format", "json"], input: "97531\n")
+        let (result, oracle) = try Clock.inOneStep { now in
+            (try authenticator.run(["code", "--format", "json"], input: "97531\n"),
+             [try SecurIDVectors.stoken(ctf, at: now, pin: "97531"), try SecurIDVectors.stoken(ctf, at: now + 30, pin: "97531")])
+        }
         #expect(result.status == 0, "\(result)")
         let codes = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-        #expect(codes["current"] as? String == (try SecurIDVectors.stoken(ctf, at: now, pin: "97531")), "\(codes)")
-        #expect(codes["next"] as? String == (try SecurIDVectors.stoken(ctf, at: now + 30, pin: "97531")), "\(codes)")
+        #expect(codes["current"] as? String == oracle[0], "\(codes)")
+        #expect(codes["next"] as? String == oracle[1], "\(codes)")
         #expect(!result.stdout.contains("97531") && !result.stderr.contains("97531"), "the PIN is never printed")
 
         let none = try authenticator.run(["code"], input: "")
@@ -177,13 +179,15 @@ struct AuthenticatorCLITests {
             sys.stdout.write(out.decode())
             """
         try await Clock.waitForFreshStep(margin: 5)
-        let now = Int64(Clock.now())
-        let result = try Run.run("/usr/bin/python3", ["-c", driver, authenticator.binary, "--data-dir", authenticator.directory, "code"],
-                                 environment: AuthenticatorRunner.cleanEnvironment)
+        let (result, oracle) = try Clock.inOneStep { now in
+            (try Run.run("/usr/bin/python3", ["-c", driver, authenticator.binary, "--data-dir", authenticator.directory, "code"],
+                         environment: AuthenticatorRunner.cleanEnvironment),
+             try SecurIDVectors.stoken(ctf, at: now, pin: "97531"))
+        }
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.contains("PIN for token 987654321098: "), "\(result)")
         #expect(!result.stdout.contains("97531"), "the PIN was echoed: \(result)")
-        #expect(result.stdout.contains("current  " + (try SecurIDVectors.stoken(ctf, at: now, pin: "97531"))), "\(result)")
+        #expect(result.stdout.contains("current  " + oracle), "\(result)")
     }
 
     @Test("reset: refused without --yes off a terminal; with --yes, no tokens and a new binding ID")

@@ -415,6 +415,46 @@ enum Oath {
         return codes
     }
 
+    /// Codes of consecutive HOTP counters (`first`…`first + count - 1`), or of consecutive TOTP
+    /// steps from `unixTime` on: one oathtool run (`--window`) for all of them.
+    static func codes(_ secret: String, first counter: UInt64, count: Int, digits: Int = 6) throws -> [String] {
+        try runMany(["--hotp", "--base32", "--digits=\(digits)", "--counter=\(counter)", "--window=\(count - 1)", secret], digits: digits)
+    }
+
+    static func codes(_ secret: String, algorithm: String = "SHA1", digits: Int = 6, period: Int = 30,
+                      from unixTime: Int64, steps: Int) throws -> [String] {
+        try runMany(["--totp=\(algorithm)", "--base32", "--digits=\(digits)", "--time-step-size=\(period)s",
+                     "--now=@\(unixTime)", "--window=\(steps - 1)", secret], digits: digits)
+    }
+
+    private static func runMany(_ arguments: [String], digits: Int) throws -> [String] {
+        let result = try Run.run(try Tools.oathtool(), arguments)
+        let codes = result.stdout.split(separator: "\n").map(String.init)
+        guard result.status == 0, codes.allSatisfy({ $0.count == digits && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
+            throw HarnessError("oathtool gave no \(digits)-digit codes:\n\(result)")
+        }
+        return codes
+    }
+
+    /// How far a module looks for a typed code: the look-ahead (10 counters) or window (±1
+    /// step), and beyond them the resync range (50) that starts a "next code" dialogue — with room.
+    static let reach = 80
+
+    /// A code no HOTP counter from 0 to `reach` produces: a wrong code that can neither log in
+    /// nor start a resync dialogue by luck (tests use the first few counters).
+    static func wrongHOTP(_ secret: String) throws -> String {
+        wrongCode(avoiding: Set(try codes(secret, first: 0, count: reach)))
+    }
+
+    /// A code of no TOTP step within `reach` steps of `unixTime` (default: now).
+    static func wrongTOTP(_ secret: String, algorithm: String = "SHA1", digits: Int = 6, period: Int = 30,
+                          around unixTime: Int64? = nil) throws -> String {
+        let center = unixTime ?? Int64(Clock.now())
+        let all = try codes(secret, algorithm: algorithm, digits: digits, period: period,
+                            from: center - Int64(reach * period), steps: 2 * reach + 1)
+        return wrongCode(avoiding: Set(all), digits: digits)
+    }
+
     /// A well-formed code that is none of `valid` (so "wrong code" tests cannot pass by luck).
     static func wrongCode(avoiding valid: Set<String>, digits: Int = 6) -> String {
         var modulus = 1
@@ -436,9 +476,25 @@ enum Clock {
 
     /// If fewer than `margin` seconds remain in the current TOTP step, sleeps into the next one,
     /// so a code computed now is still the current one when the module checks it.
+    /// Checks again after waking: a sleeping test may resume late when every worker is busy.
     static func waitForFreshStep(period: Int = 30, margin: Double = 3) async throws {
-        let remaining = Double(period) - now().truncatingRemainder(dividingBy: Double(period))
-        if remaining < margin { try await sleep(seconds: remaining + 0.2) }
+        while true {
+            let remaining = Double(period) - now().truncatingRemainder(dividingBy: Double(period))
+            if remaining >= margin { return }
+            try await sleep(seconds: remaining + 0.2)
+        }
+    }
+
+    /// Runs `body(now)` until one run begins and ends in the same step (at most three runs), so
+    /// codes a program printed and codes an oracle computed for `now` belong to one step however
+    /// slowly the machine runs. `body` must not record expectations: it runs more than once.
+    static func inOneStep<R>(period: Int = 30, _ body: (Int64) throws -> R) throws -> R {
+        for _ in 0..<3 {
+            let start = Int64(now())
+            let result = try body(start)
+            if Int64(now()) / Int64(period) == start / Int64(period) { return result }
+        }
+        throw HarnessError("three runs in a row crossed a \(period) s step boundary")
     }
 
     static func sleep(seconds: Double) async throws {

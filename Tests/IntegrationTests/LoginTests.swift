@@ -14,8 +14,7 @@ struct LoginTests {
         let service = try box.service()
 
         try await Clock.waitForFreshStep()
-        let valid = try Oath.totpWindow(token.secret, around: Int64(Clock.now()))
-        let wrong = try box.login(service, "root", [Oath.wrongCode(avoiding: valid)])
+        let wrong = try box.login(service, "root", [try Oath.wrongTOTP(token.secret)])
         #expect(wrong.status == PAM.authError, "\(wrong)")
         #expect(wrong.prompts == [PAM.defaultPrompt], "\(wrong)")
         #expect(wrong.infos.isEmpty, "a plain wrong code gets no hint: \(wrong)")

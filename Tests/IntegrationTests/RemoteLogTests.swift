@@ -27,7 +27,7 @@ struct RemoteLogTests {
             return try log.login(world.box, service, user, responses)
         }
         let codes = try (0...5).map { try Oath.hotp(token.secret, counter: UInt64($0)) }
-        let wrong = Oath.wrongCode(avoiding: Set(try (0...20).map { try Oath.hotp(token.secret, counter: UInt64($0)) }))
+        let wrong = try Oath.wrongHOTP(token.secret)
 
         #expect(try login(service, "root", [codes[0]]).status == PAM.success)
         #expect(try login(service, "root", [codes[0]]).status == PAM.authError)

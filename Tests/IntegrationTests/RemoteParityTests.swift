@@ -39,7 +39,7 @@ struct RemoteParityTests {
         let remote = try world.service("remote", try world.start(policy))
 
         func code(_ counter: UInt64) throws -> String { try Oath.hotp(secret, counter: counter) }
-        let wrong = Oath.wrongCode(avoiding: Set(try (0...60).map { try code(UInt64($0)) }))
+        let wrong = try Oath.wrongHOTP(secret)
         try compare(world, local: local, remote: remote, [
             Step(name: "right code", user: "root", responses: [try code(0)]),
             Step(name: "replay", user: "root", responses: [try code(0)]),

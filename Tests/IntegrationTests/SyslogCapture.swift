@@ -19,6 +19,8 @@ final class SyslogCapture {
         private let lock = NSLock()
         private var received: [String] = []
         private var stopped = false
+        /// recv timeouts so far: each one means the queue stayed empty for a whole timeout.
+        private var emptyPolls = 0
 
         init(socket: Int32) { self.socket = socket }
 
@@ -26,15 +28,28 @@ final class SyslogCapture {
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while !lock.withLock({ stopped }) {
                 let count = buffer.withUnsafeMutableBytes { recv(socket, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { continue } // timed out: look at `stopped` again
+                guard count > 0 else { // timed out: the queue is empty; look at `stopped` again
+                    lock.withLock { emptyPolls += 1 }
+                    continue
+                }
                 let line = String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .newlines)
                 lock.withLock { received.append(line) }
             }
             close(socket)
         }
 
+        /// Everything received once the queue has been seen empty after this call began. A
+        /// logging process's syslog() has queued its datagram before the process exits, so after
+        /// a finished login this is all of its lines, however slowly this thread gets scheduled.
         func take() -> [String] {
-            lock.withLock {
+            let start = lock.withLock { emptyPolls }
+            // The first timeout may have begun before the call; the second began after it.
+            var waited = 0
+            while lock.withLock({ emptyPolls }) < start + 2 && waited < 500 { // at most 10 s
+                usleep(20_000)
+                waited += 1
+            }
+            return lock.withLock {
                 defer { received = [] }
                 return received
             }
@@ -75,10 +90,7 @@ final class SyslogCapture {
     deinit { receiver.stop() }
 
     /// The lines logged since the last call ("<PRI>timestamp program: module(service:auth): text").
-    func lines() -> [String] {
-        usleep(200_000) // let the receiver catch up with the last datagrams
-        return receiver.take()
-    }
+    func lines() -> [String] { receiver.take() }
 
     /// One pam-check login whose syslog lines land here.
     func login(_ box: Sandbox, _ service: String, _ user: String, _ responses: [String] = []) throws -> ProcessResult {

@@ -167,6 +167,12 @@ enum Codes {
         return String(decoding: OTP.hotp(secret: seed, counter: counter, digits: 6, algorithm: .sha1), as: UTF8.self)
     }
 
+    /// A six-digit code of no TOTP step within the resync range (50 steps) of now, with room:
+    /// a wrong code that can neither pass nor start a "next code" dialogue by luck.
+    static func wrongTOTP(_ secret: String) -> String {
+        wrong(avoiding: Set((-80...80).map { totp(secret, offset: $0) }))
+    }
+
     /// A six-digit code none of `valid` is.
     static func wrong(avoiding valid: Set<String>) -> String {
         var code = 0
