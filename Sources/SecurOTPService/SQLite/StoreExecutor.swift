@@ -113,8 +113,8 @@ private final class Checkpointer: @unchecked Sendable {
     static let interval = 0.5
 
     private let database: SQLiteDatabase
-    private let condition = NSCondition()
-    private var stopped = false
+    /// Signalled once, by stop(); until then every wait times out into a checkpoint.
+    private let stopRequest = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
 
     init?(database path: String) {
@@ -125,26 +125,16 @@ private final class Checkpointer: @unchecked Sendable {
         thread.start()
     }
 
-    /// Ends the thread (idempotent); returns when it has.
+    /// Ends the thread; returns when it has. Called once, by the store thread as it ends.
     func stop() {
-        condition.lock()
-        let first = !stopped
-        stopped = true
-        condition.signal()
-        condition.unlock()
-        if first { finished.wait() }
+        stopRequest.signal()
+        finished.wait()
     }
 
     private func loop() {
-        condition.lock()
-        while !stopped {
-            condition.wait(until: Date().addingTimeInterval(Self.interval))
-            if stopped { break }
-            condition.unlock()
+        while stopRequest.wait(timeout: .now() + Self.interval) == .timedOut {
             try? database.execute("PRAGMA wal_checkpoint(PASSIVE)")
-            condition.lock()
         }
-        condition.unlock()
         finished.signal()
     }
 }
