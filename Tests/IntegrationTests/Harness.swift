@@ -382,58 +382,48 @@ final class Sandbox {
 // MARK: - The independent oracle
 
 enum Oath {
-    private static func run(_ arguments: [String], digits: Int) throws -> String {
+    /// One oathtool run: a code per line (several with `--window`), each `digits` digits.
+    private static func run(_ arguments: [String], digits: Int) throws -> [String] {
         let result = try Run.run(try Tools.oathtool(), arguments)
-        let code = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard result.status == 0, code.count == digits, code.allSatisfy(\.isASCII), code.allSatisfy(\.isNumber) else {
+        let codes = result.stdout.split(separator: "\n").map(String.init)
+        guard result.status == 0, !codes.isEmpty,
+              codes.allSatisfy({ $0.count == digits && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
             throw HarnessError("oathtool gave no \(digits)-digit code:\n\(result)")
         }
-        return code
+        return codes
+    }
+
+    private static func totpArguments(_ algorithm: String, _ digits: Int, _ period: Int) -> [String] {
+        ["--totp=\(algorithm)", "--base32", "--digits=\(digits)", "--time-step-size=\(period)s"]
     }
 
     /// TOTP from a base32 secret, now or at a given Unix time.
     static func totp(_ secret: String, algorithm: String = "SHA1", digits: Int = 6, period: Int = 30,
                      at unixTime: Int64? = nil) throws -> String {
-        var arguments = ["--totp=\(algorithm)", "--base32", "--digits=\(digits)", "--time-step-size=\(period)s"]
-        if let unixTime { arguments.append("--now=@\(unixTime)") }
-        return try run(arguments + [secret], digits: digits)
+        let now = unixTime.map { ["--now=@\($0)"] } ?? []
+        return try run(totpArguments(algorithm, digits, period) + now + [secret], digits: digits)[0]
     }
 
     /// HOTP (SHA-1, as oathtool implements it) for one counter value.
     static func hotp(_ secret: String, counter: UInt64, digits: Int = 6) throws -> String {
-        try run(["--hotp", "--base32", "--digits=\(digits)", "--counter=\(counter)", secret], digits: digits)
+        try hotpCodes(secret, first: counter, count: 1, digits: digits)[0]
+    }
+
+    /// Codes of the counters `first`…`first + count - 1`, in one oathtool run (`--window`).
+    static func hotpCodes(_ secret: String, first counter: UInt64, count: Int, digits: Int = 6) throws -> [String] {
+        try run(["--hotp", "--base32", "--digits=\(digits)", "--counter=\(counter)", "--window=\(count - 1)", secret], digits: digits)
+    }
+
+    /// Codes of `steps` consecutive TOTP steps from the one holding `unixTime`, in one run.
+    static func totpCodes(_ secret: String, algorithm: String = "SHA1", digits: Int = 6, period: Int = 30,
+                          from unixTime: Int64, steps: Int) throws -> [String] {
+        try run(totpArguments(algorithm, digits, period) + ["--now=@\(unixTime)", "--window=\(steps - 1)", secret], digits: digits)
     }
 
     /// TOTP codes for the steps a window of ±1 around `unixTime` accepts.
     static func totpWindow(_ secret: String, algorithm: String = "SHA1", digits: Int = 6, period: Int = 30,
                            around unixTime: Int64) throws -> Set<String> {
-        var codes = Set<String>()
-        for offset in [-1, 0, 1] {
-            codes.insert(try totp(secret, algorithm: algorithm, digits: digits, period: period,
-                                  at: unixTime + Int64(offset * period)))
-        }
-        return codes
-    }
-
-    /// Codes of consecutive HOTP counters (`first`…`first + count - 1`), or of consecutive TOTP
-    /// steps from `unixTime` on: one oathtool run (`--window`) for all of them.
-    static func codes(_ secret: String, first counter: UInt64, count: Int, digits: Int = 6) throws -> [String] {
-        try runMany(["--hotp", "--base32", "--digits=\(digits)", "--counter=\(counter)", "--window=\(count - 1)", secret], digits: digits)
-    }
-
-    static func codes(_ secret: String, algorithm: String = "SHA1", digits: Int = 6, period: Int = 30,
-                      from unixTime: Int64, steps: Int) throws -> [String] {
-        try runMany(["--totp=\(algorithm)", "--base32", "--digits=\(digits)", "--time-step-size=\(period)s",
-                     "--now=@\(unixTime)", "--window=\(steps - 1)", secret], digits: digits)
-    }
-
-    private static func runMany(_ arguments: [String], digits: Int) throws -> [String] {
-        let result = try Run.run(try Tools.oathtool(), arguments)
-        let codes = result.stdout.split(separator: "\n").map(String.init)
-        guard result.status == 0, codes.allSatisfy({ $0.count == digits && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else {
-            throw HarnessError("oathtool gave no \(digits)-digit codes:\n\(result)")
-        }
-        return codes
+        Set(try totpCodes(secret, algorithm: algorithm, digits: digits, period: period, from: unixTime - Int64(period), steps: 3))
     }
 
     /// How far a module looks for a typed code: the look-ahead (10 counters) or window (±1
@@ -443,16 +433,13 @@ enum Oath {
     /// A code no HOTP counter from 0 to `reach` produces: a wrong code that can neither log in
     /// nor start a resync dialogue by luck (tests use the first few counters).
     static func wrongHOTP(_ secret: String) throws -> String {
-        wrongCode(avoiding: Set(try codes(secret, first: 0, count: reach)))
+        wrongCode(avoiding: Set(try hotpCodes(secret, first: 0, count: reach)))
     }
 
-    /// A code of no TOTP step within `reach` steps of `unixTime` (default: now).
-    static func wrongTOTP(_ secret: String, algorithm: String = "SHA1", digits: Int = 6, period: Int = 30,
-                          around unixTime: Int64? = nil) throws -> String {
-        let center = unixTime ?? Int64(Clock.now())
-        let all = try codes(secret, algorithm: algorithm, digits: digits, period: period,
-                            from: center - Int64(reach * period), steps: 2 * reach + 1)
-        return wrongCode(avoiding: Set(all), digits: digits)
+    /// A code of no TOTP step within `reach` steps of now.
+    static func wrongTOTP(_ secret: String) throws -> String {
+        let now = Int64(Clock.now())
+        return wrongCode(avoiding: Set(try totpCodes(secret, from: now - Int64(reach * 30), steps: 2 * reach + 1)))
     }
 
     /// A well-formed code that is none of `valid` (so "wrong code" tests cannot pass by luck).
