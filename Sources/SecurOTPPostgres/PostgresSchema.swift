@@ -2,15 +2,17 @@ import Logging
 import PostgresNIO
 
 /// The PostgreSQL schema: the same tables as the SQLite store (schema 4), with PostgreSQL's
-/// types. Versions are kept in `securotp_schema`; migrations run in one transaction under an
-/// advisory lock, so nodes starting together migrate once; a newer database is refused.
+/// types, and the function that applies a verification's writes. Versions are kept in
+/// `securotp_schema`; migrations run in one transaction under an advisory lock, so nodes
+/// starting together migrate once; a newer database is refused.
 enum PostgresSchema {
     /// A fixed advisory-lock key for migrations (any 64-bit value no other lock uses).
     static let migrationLock: Int64 = 0x5EC0_7A11_0000_0001
 
-    static let migrations: [String] = [
+    /// Each migration is a list of statements: the extended protocol takes one per query.
+    static let migrations: [[String]] = [
         // 1: everything the SQLite store holds at its schema 4.
-        """
+        statements("""
         CREATE TABLE users (
             name TEXT PRIMARY KEY,
             failures BIGINT NOT NULL DEFAULT 0,
@@ -97,8 +99,14 @@ enum PostgresSchema {
             last BIGINT NOT NULL,
             PRIMARY KEY (host, serial)
         );
-        """,
+        """),
+        // 2: one round trip for all of a verification's writes (PostgresWrites.swift).
+        [PostgresWrites.function],
     ]
+
+    private static func statements(_ script: String) -> [String] {
+        script.split(separator: ";").filter { !$0.allSatisfy(\.isWhitespace) }.map(String.init)
+    }
 
     static var currentVersion: Int { migrations.count }
 
@@ -115,9 +123,8 @@ enum PostgresSchema {
                 throw PostgresSchemaError.tooNew(version, currentVersion)
             }
             for index in version..<currentVersion {
-                // One statement per query: the extended protocol takes no statement lists.
-                for statement in migrations[index].split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
-                    try await connection.query(PostgresQuery(unsafeSQL: String(statement)), logger: logger)
+                for statement in migrations[index] {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
                 try await connection.query("INSERT INTO securotp_schema (version) VALUES (\(index + 1))", logger: logger)
             }

@@ -72,6 +72,70 @@ extension PostgresTokenService {
         return snapshots
     }
 
+    /// What a verification of token codes decides on, read in one statement (one snapshot):
+    /// the user's active tokens and failure row — or, for a name the store knows nothing of,
+    /// the failure row unknown names share, returned as the failure key (as `lockUser` does).
+    func verificationRead(user: String, _ connection: PostgresConnection) async throws -> (VerifySnapshot, failureKey: String?) {
+        var known = false
+        var own = UserState.clear, shared = UserState.clear
+        var tokens: [TokenSnapshot] = []
+        for try await row in try await connection.execute(VerificationRead(user: user), logger: logger) {
+            known = known || row.hasRecoveryCodes || row.hasToken
+            own = row.own
+            shared = row.shared
+            if let token = row.token { tokens.append(token) }
+        }
+        guard known else { return (VerifySnapshot(failures: shared), Store.unresolvedUsersKey) }
+        return (VerifySnapshot(failures: own, tokens: tokens), nil)
+    }
+
+    /// One row per active token (a row of NULL token columns when there is none), each with
+    /// the failure rows and whether unused recovery codes exist.
+    struct VerificationRead: PostgresPreparedStatement {
+        static let sql = """
+            SELECT EXISTS (SELECT 1 FROM recovery_codes WHERE "user" = $1 AND used = 0) AS has_recovery_codes,
+                   own.failures AS own_failures, own.locked_until AS own_locked_until,
+                   shared.failures AS shared_failures, shared.locked_until AS shared_locked_until, t.*
+            FROM (SELECT 1) AS one
+            LEFT JOIN users own ON own.name = $1
+            LEFT JOIN users shared ON shared.name = $2
+            LEFT JOIN (SELECT \(tokenColumns), sealed_seed, pin_hash FROM tokens WHERE "user" = $1 AND state = 'active') AS t ON true
+            ORDER BY t.created, t.serial
+            """
+        let user: String
+
+        struct Row {
+            var hasRecoveryCodes: Bool
+            var own: UserState
+            var shared: UserState
+            var hasToken: Bool
+            /// nil also for a damaged row, which is skipped as in SQLite.
+            var token: TokenSnapshot?
+        }
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(user)
+            bindings.append(Store.unresolvedUsersKey)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row {
+            let r = row.makeRandomAccess()
+            func state(_ prefix: String) throws -> UserState {
+                guard let failures = try r["\(prefix)_failures"].decode(Int64?.self) else { return .clear }
+                return UserState(failures: Int(clamping: failures), lockedUntil: try r["\(prefix)_locked_until"].decode(Int64.self))
+            }
+            var read = Row(hasRecoveryCodes: try r["has_recovery_codes"].decode(Bool.self), own: try state("own"), shared: try state("shared"),
+                           hasToken: try r["serial"].decode(String?.self) != nil)
+            if read.hasToken, let record = TokenRecord(row: try PostgresTokenService.tokenRow(row)) {
+                read.token = TokenSnapshot(record: record, sealedSeed: PostgresTokenService.bytes(try r["sealed_seed"].decode(ByteBuffer?.self)),
+                                           pinHash: PostgresTokenService.bytes(try r["pin_hash"].decode(ByteBuffer?.self)))
+            }
+            return read
+        }
+    }
+
     func failures(_ key: String, _ connection: PostgresConnection) async throws -> UserState {
         for try await (failures, lockedUntil) in try await connection.query(
             "SELECT failures, locked_until FROM users WHERE name = \(key)", logger: logger).decode((Int64, Int64).self) {
@@ -87,73 +151,5 @@ extension PostgresTokenService {
             codes.append(RecoveryCodeRow(id: id, hash: Array(hash.readableBytesView)))
         }
         return codes
-    }
-
-    /// Whether a query that ends in RETURNING changed a row.
-    private func changed(_ rows: PostgresRowSequence) async throws -> Bool {
-        var count = 0
-        for try await _ in rows { count += 1 }
-        return count == 1
-    }
-
-    /// Applies the engine's writes in the caller's transaction; a write that changes no row
-    /// throws its conflict and the transaction rolls back (StateWrite's contract).
-    func apply(_ writes: [StateWrite], _ connection: PostgresConnection) async throws {
-        for write in writes {
-            guard try await changed(try await query(for: write, connection)) else { throw write.conflict }
-        }
-    }
-
-    private func query(for write: StateWrite, _ connection: PostgresConnection) async throws -> PostgresRowSequence {
-        switch write {
-        case .advanceStep(let serial, let from, let to, let drift, let lastUsed):
-            return try await connection.query("""
-                UPDATE tokens SET last_step = \(to), last_used = \(lastUsed), drift = \(drift)
-                WHERE serial = \(serial) AND last_step = \(from) AND \(to) > \(from) RETURNING 1
-                """, logger: logger)
-        case .advanceCounter(let serial, let from, let to, let lastUsed):
-            return try await connection.query("""
-                UPDATE tokens SET counter = \(to), last_used = \(lastUsed)
-                WHERE serial = \(serial) AND counter = \(from) AND \(to) > \(from) RETURNING 1
-                """, logger: logger)
-        case .markUsed(let serial, let lastUsed):
-            return try await connection.query("UPDATE tokens SET last_used = \(lastUsed) WHERE serial = \(serial) RETURNING 1", logger: logger)
-        case .spendRecoveryCode(let user, let id, let usedAt):
-            return try await connection.query("""
-                UPDATE recovery_codes SET used = \(usedAt) WHERE "user" = \(user) AND id = \(id) AND used = 0 RETURNING 1
-                """, logger: logger)
-        case .setFailures(let key, let expected, let to, let at):
-            let failures = Int64(to.failures)
-            if expected == .clear {
-                return try await connection.query("""
-                    INSERT INTO users (name, failures, locked_until, last_failure) VALUES (\(key), \(failures), \(to.lockedUntil), \(at))
-                    ON CONFLICT (name) DO UPDATE SET failures = EXCLUDED.failures, locked_until = EXCLUDED.locked_until,
-                        last_failure = EXCLUDED.last_failure
-                    WHERE users.failures = 0 AND users.locked_until = 0 RETURNING 1
-                    """, logger: logger)
-            }
-            return try await connection.query("""
-                UPDATE users SET failures = \(failures), locked_until = \(to.lockedUntil), last_failure = \(at)
-                WHERE name = \(key) AND failures = \(Int64(expected.failures)) AND locked_until = \(expected.lockedUntil) RETURNING 1
-                """, logger: logger)
-        case .clearFailures(let key, let expected):
-            return try await connection.query("""
-                DELETE FROM users WHERE name = \(key) AND failures = \(Int64(expected.failures)) AND locked_until = \(expected.lockedUntil) RETURNING 1
-                """, logger: logger)
-        case .setPIN(let user, let serial, let mode, let hash, let length):
-            return try await connection.query("""
-                UPDATE tokens SET pin_mode = \(mode.rawValue), pin_hash = \(Self.bytea(hash)), pin_length = \(Int64(length)), pin_change_required = false
-                WHERE "user" = \(user) AND serial = \(serial) RETURNING 1
-                """, logger: logger)
-        case .clearPIN(let user, let serial):
-            return try await connection.query("""
-                UPDATE tokens SET pin_mode = 'none', pin_hash = NULL, pin_length = 0, pin_change_required = false
-                WHERE "user" = \(user) AND serial = \(serial) RETURNING 1
-                """, logger: logger)
-        case .requirePIN(let user, let serial, let mode):
-            return try await connection.query("""
-                UPDATE tokens SET pin_mode = \(mode.rawValue), pin_change_required = true WHERE "user" = \(user) AND serial = \(serial) RETURNING 1
-                """, logger: logger)
-        }
     }
 }

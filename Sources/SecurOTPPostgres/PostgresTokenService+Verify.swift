@@ -19,13 +19,57 @@ extension PostgresTokenService {
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
         let user = try RequestRules.user(request.user)
         let input = try RequestRules.passcode(request.passcode)
+        let codeAtEnd = request.codeAtEnd ?? false
+        let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
+        let offlineHost = caller.kind == .host && caller.offlineCodes > 0
+        if !recovery, !offlineHost,
+           let response = try await run("verifying a passcode of \(user)", { connection in
+               try await self.verifyUnlocked(request, user: user, input: input, caller: caller, connection)
+           }) {
+            return response
+        }
+        return try await verifyLocked(request, user: user, input: input, recovery: recovery, caller: caller)
+    }
+
+    /// The common case — codes of the user's tokens, no offline codes — as one read and one
+    /// write, with no transaction around them: the writes are conditional, so of two racing
+    /// verifications one loses (PostgresWrites.Conflict) and decides again on fresh rows, as it
+    /// would have after waiting for the lock. After a few lost races: nil, and the caller
+    /// serialises under the advisory lock instead.
+    private func verifyUnlocked(_ request: VerifyRequest, user: String, input: [UInt8], caller: Caller,
+                                _ connection: PostgresConnection) async throws -> VerifyResponse? {
+        let codeAtEnd = request.codeAtEnd ?? false
+        for _ in 0..<3 {
+            let now = Self.now()
+            let (snapshot, key) = try await verificationRead(user: user, connection)
+            let decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                try self.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: self.settings.policy, now: now,
+                                       failureKey: key, challenge: request.challenge)
+            }
+            let (response, pending) = try Dialogue.respond(to: decision.result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps,
+                                                           now: now)
+            do {
+                try await apply(decision.writes, challenge: pending, audit: Self.entry(caller, "verify", user: user, serial: response.serial ?? "",
+                                                                                    result: response.result.rawValue, detail: response.reason ?? "",
+                                                                                    now: now), connection)
+                return response
+            } catch is PostgresWrites.Conflict {
+                continue
+            }
+        }
+        return nil
+    }
+
+    /// Recovery codes, hosts that keep offline codes, and verifications that lost the race
+    /// above too often: read, decide and write in one transaction under the user's advisory lock.
+    private func verifyLocked(_ request: VerifyRequest, user: String, input: [UInt8], recovery: Bool,
+                              caller: Caller) async throws(ServiceError) -> VerifyResponse {
         let policy = settings.policy
         let codeAtEnd = request.codeAtEnd ?? false
         return try await transaction("verifying a passcode of \(user)") { connection in
             let now = Self.now()
             let key = try await self.lockUser(user, connection)
             var snapshot = VerifySnapshot(failures: try await self.failures(key ?? user, connection))
-            let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
             if recovery {
                 snapshot.recoveryCodes = try await self.unusedRecoveryCodes(user: user, connection)
             } else {
@@ -71,10 +115,10 @@ extension PostgresTokenService {
                 }
             }
             var (response, pending) = try Dialogue.respond(to: decision.result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
-            if let pending { try await self.insert(pending, connection) }
             response.offline = offline.map { [$0] }
-            try await self.append(Self.entry(caller, "verify", user: user, serial: response.serial ?? "", result: response.result.rawValue,
-                                             detail: response.reason ?? "", now: now), connection)
+            try await self.apply([], challenge: pending, audit: Self.entry(caller, "verify", user: user, serial: response.serial ?? "",
+                                                                         result: response.result.rawValue, detail: response.reason ?? "",
+                                                                         now: now), connection)
             return response
         }
     }
@@ -112,7 +156,7 @@ extension PostgresTokenService {
                 let write = try input.withUnsafeBufferPointer { (pin) throws(StoreError) in try VerificationEngine.setPIN(on: record, pin: pin) }
                 try await apply([write], connection)
             }
-            if let next { try await insert(next, connection) }
+            try await apply([], challenge: next, connection)
             return response
         case .nextCode:
             let snapshot = VerifySnapshot(failures: try await failures(user, connection), tokens: try await activeTokens(user: user, connection))
@@ -125,9 +169,8 @@ extension PostgresTokenService {
                 try engine.verify(snapshot, user: user, input: bytes, codeAtEnd: false, policy: policy, now: now)
             }
         }
-        try await apply(decision.writes, connection)
         let (response, next) = try Dialogue.respond(to: decision.result, user: user, host: pending.host, stepsLeft: pending.remaining, now: now)
-        if let next { try await insert(next, connection) }
+        try await apply(decision.writes, challenge: next, connection)
         return response
     }
 
@@ -184,15 +227,6 @@ extension PostgresTokenService {
     }
 
     // MARK: challenges
-
-    func insert(_ challenge: PendingChallenge, _ connection: PostgresConnection) async throws {
-        try await connection.query("DELETE FROM challenges WHERE expires <= \(challenge.expires - PendingChallenge.lifetime)", logger: logger)
-        try await connection.query("""
-            INSERT INTO challenges (id, "user", host, kind, serial, position, pin_mode, remaining, expires)
-            VALUES (\(challenge.id), \(challenge.user), \(challenge.host), \(challenge.kind.rawValue), \(challenge.serial), \(challenge.position),
-                    \(challenge.pinMode.rawValue), \(Int64(challenge.remaining)), \(challenge.expires))
-            """, logger: logger)
-    }
 
     /// Deletes and returns the challenge: answered once, on whichever node.
     func takeChallenge(id: String, user: String, host: String, now: Int64, _ connection: PostgresConnection) async throws -> PendingChallenge? {

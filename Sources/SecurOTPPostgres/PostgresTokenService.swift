@@ -89,6 +89,7 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     func failure(_ error: any Error, doing: String) -> ServiceError {
         if let error = error as? ServiceError { return error }
         if let error = error as? StoreError { return ServiceError(error) }
+        if let error = error as? PostgresWrites.Conflict { return ServiceError(error.storeError) }
         if let error = error as? PostgresTransactionError {
             return failure(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? error, doing: doing)
         }
@@ -110,14 +111,6 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
                       now: Int64) -> AuditEntry {
         AuditEntry(time: now, actorKind: caller.kind.rawValue, actor: caller.name, address: caller.address, action: action, user: user,
                    serial: serial, result: result, detail: detail)
-    }
-
-    func append(_ entry: AuditEntry, _ connection: PostgresConnection) async throws {
-        try await connection.query("""
-            INSERT INTO audit (time, actor_kind, actor, address, action, "user", serial, result, detail)
-            VALUES (\(entry.time), \(entry.actorKind), \(entry.actor), \(entry.address), \(entry.action), \(entry.user), \(entry.serial),
-                    \(entry.result), \(entry.detail))
-            """, logger: logger)
     }
 }
 
