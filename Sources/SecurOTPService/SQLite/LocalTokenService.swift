@@ -10,6 +10,7 @@ public final class LocalTokenService: TokenService {
     public let storeKind = "sqlite"
     let settings: Settings
     private let executor: StoreExecutor
+    private let credentials: CredentialReader
     private let lastTouch = CredentialUse()
 
     /// Opens (with `create`, first makes) the store `settings.paths` names.
@@ -18,7 +19,9 @@ public final class LocalTokenService: TokenService {
     public init(settings: Settings, create: Bool = false, backgroundCheckpoints: Bool = false) throws(ServiceError) {
         self.settings = settings
         do {
-            executor = StoreExecutor(store: try Store.open(settings.paths, create: create), backgroundCheckpoints: backgroundCheckpoints)
+            let store = try Store.open(settings.paths, create: create)
+            credentials = try CredentialReader(path: settings.paths.database)
+            executor = StoreExecutor(store: store, backgroundCheckpoints: backgroundCheckpoints)
         } catch {
             throw ServiceError(error)
         }
@@ -353,14 +356,11 @@ public final class LocalTokenService: TokenService {
 
     public func authenticate(credential text: String, address: String) async throws(ServiceError) -> Caller {
         guard let credential = Credential(text: text) else { throw AccessRules.refused }
-        let lastTouch = self.lastTouch
-        return try await runService { (_, tables) throws(ServiceError) -> Caller in
-            let now = Self.now()
-            let row = try Self.storeCall { () throws(StoreError) in try tables.credential(id: credential.id) }
-            guard let row, let caller = AccessRules.caller(for: row, presented: credential, address: address) else { throw AccessRules.refused }
-            if lastTouch.due(row.id, now: now) { try Self.storeCall { () throws(StoreError) in try tables.touch(id: row.id, now: now) } }
-            return caller
-        }
+        let row = try Self.storeCall { () throws(StoreError) in try credentials.credential(id: credential.id) }
+        guard let row, let caller = AccessRules.caller(for: row, presented: credential, address: address) else { throw AccessRules.refused }
+        let now = Self.now()
+        if lastTouch.due(row.id, now: now) { try await run { (_, tables) throws(StoreError) in try tables.touch(id: row.id, now: now) } }
+        return caller
     }
 
     public func audit(user: String?, limit: Int, caller: Caller) async throws(ServiceError) -> AuditList {
