@@ -66,6 +66,9 @@ PORT_PG=18404
 
 die() { echo "run.sh: error: $*" >&2; exit 1; }
 note() { echo "==> $*" >&2; }
+# settle: write out what setup left in the page cache (a provisioned database, a copied
+# instance), so the kernel's writeback of it does not land in a peer's timed phases.
+settle() { sync; sleep 2; }
 
 for n in DURATION PI_DURATION TIMEOUT WARMUP OPEN_DURATION OPEN_CONNECTIONS PI_USERS PI_WORKERS SECUROTPD_USERS; do
     [[ ${!n} =~ ^[0-9]+$ && ${!n} -gt 0 ]] || die "$n must be a positive integer, got '${!n}'"
@@ -374,6 +377,7 @@ pi_instance() {
     local dir=$RUN/privacyidea-$1
     rm -rf -- "$dir"
     cp -a "$PI_CACHE" "$dir"
+    settle
     case $1 in
         defaults) ;; # privacyIDEA's defaults: signed responses, signed audit entries
         unsigned)
@@ -517,6 +521,7 @@ if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
         [ "$backend" = postgres ] && pg_start
         note "$peer: provisioning $SECUROTPD_USERS users"
         securotpd_provision "$backend" "$dir"
+        settle
         note "$peer: starting"
         securotpd_start "$backend" "$dir"
         wait_http "$(securotpd_ready_url)" 60 || die "$peer did not answer on 127.0.0.1:$PORT_SECUROTPD"
