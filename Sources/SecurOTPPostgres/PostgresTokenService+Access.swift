@@ -15,6 +15,21 @@ extension PostgresTokenService {
                                 offlineCodes: Int(clamping: offline), created: created, revoked: revoked, lastUsed: lastUsed)
     }
 
+    /// Every request's first query, prepared once per connection.
+    struct CredentialByID: PostgresPreparedStatement {
+        static let sql = "SELECT \(credentialColumns) FROM credentials WHERE id = $1"
+        typealias Row = CredentialRecord?
+        let id: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(id)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> CredentialRecord? { try PostgresTokenService.credential(row) }
+    }
+
     public func addCredential(kind: CredentialKind, _ request: CredentialRequest, caller: Caller) async throws(ServiceError) -> CredentialCreated {
         let (record, credential) = try AccessRules.newCredential(kind: kind, request, now: Self.now())
         try await transaction("adding a \(kind.rawValue) credential") { connection in
@@ -56,19 +71,23 @@ extension PostgresTokenService {
             }
             try await self.append(Self.entry(caller, "\(kind.rawValue) revoke", user: "", detail: name, now: now), connection)
         }
+        credentialCache.forget(kind: kind, name: name)
     }
 
     public func authenticate(credential text: String, address: String) async throws(ServiceError) -> Caller {
         guard let credential = Credential(text: text) else { throw AccessRules.refused }
-        let record = try await run("checking a credential") { connection -> CredentialRecord? in
-            for try await row in try await connection.query(
-                "SELECT \(unescaped: Self.credentialColumns) FROM credentials WHERE id = \(credential.id)", logger: self.logger) {
-                return try Self.credential(row)
+        let now = Self.now()
+        var record = credentialCache.record(id: credential.id, now: now)
+        if record == nil {
+            record = try await run("checking a credential") { connection -> CredentialRecord? in
+                for try await record in try await connection.execute(CredentialByID(id: credential.id), logger: self.logger) {
+                    return record
+                }
+                return nil
             }
-            return nil
+            if let record { credentialCache.keep(record, now: now) }
         }
         guard let record, let caller = AccessRules.caller(for: record, presented: credential, address: address) else { throw AccessRules.refused }
-        let now = Self.now()
         if lastTouch.due(record.id, now: now) {
             _ = try? await run("recording a credential's use") { connection in
                 try await connection.query("UPDATE credentials SET last_used = \(now) WHERE id = \(record.id)", logger: self.logger)

@@ -22,6 +22,8 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     let location: String
     let logger: Logger
     let lastTouch = CredentialUse()
+    /// Nodes share the database, so a credential is read again after a second (CredentialCache).
+    let credentialCache = CredentialCache()
 
     private init(client: PostgresClient, runner: Task<Void, Never>, settings: Settings, keys: KeyFile, location: String, logger: Logger) {
         self.client = client
