@@ -93,8 +93,10 @@ public final class SQLiteDatabase {
     /// The same for a body with its own error type; failures of the database itself are
     /// turned into that type by `databaseError`.
     public func immediateTransaction<R, E: Error>(_ body: () throws(E) -> R, databaseError: (StoreError) -> E) throws(E) -> R {
+        // Prepared once per connection like every other statement: a login's BEGIN and
+        // COMMIT are not parsed again each time.
         func run(_ sql: String) throws(E) {
-            do { try execute(sql) } catch { throw databaseError(error) }
+            do { try prepare(sql).run() } catch { throw databaseError(error) }
         }
         let outermost = transactionDepth == 0
         let savepoint = "nested\(transactionDepth)"
