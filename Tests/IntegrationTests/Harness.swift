@@ -63,6 +63,7 @@ enum Tools {
 
     static func oathtool() throws -> String { try require("/usr/bin/oathtool", package: "oathtool") }
     static func zbarimg() throws -> String { try require("/usr/bin/zbarimg", package: "zbar-tools") }
+    static func strace() throws -> String { try require("/usr/bin/strace", package: "strace") }
 }
 
 // MARK: - Running processes

@@ -20,4 +20,14 @@ struct securotp_wal_policy {
     int restart_pending;
 };
 int securotp_sqlite_keep_wal(sqlite3 *db, struct securotp_wal_policy *policy);
+
+/* The name of a VFS that is SQLite's default one except for opening WAL files. SQLite opens
+   every WAL with O_CREAT and fsyncs its directory at the first sync after, in case the file
+   was new; the kept WAL (above) almost never is, and that directory fsync cost every new
+   process (pamtester, sshd's session) a second fsync per login. Here an existing WAL is
+   opened without O_CREAT, and a missing one is created and its directory synced at once, so
+   every WAL this VFS created is durable before anything is committed into it. (A WAL created
+   by another program, e.g. the sqlite3 shell, gets SQLite's own handling from that program.)
+   Registered (not as the default) on first use; NULL if that failed. */
+const char *securotp_sqlite_vfs(void);
 #endif
