@@ -3,8 +3,9 @@ import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
 
-/// Host calls: the engine decides on a snapshot read under the user's advisory lock; its
-/// writes, the challenge it may start and the audit entry commit together.
+/// Host calls: the engine decides on a snapshot — read in one statement, or in a transaction
+/// under the user's advisory lock — and its writes, the challenge it may start and the audit
+/// entry are applied together (PostgresWrites).
 extension PostgresTokenService {
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
