@@ -102,6 +102,8 @@ enum PostgresSchema {
         """),
         // 2: one round trip for all of a verification's writes (PostgresWrites.swift).
         [PostgresWrites.function],
+        // 3: several verifications' writes per call, committed before it answers (PostgresWrites.swift).
+        [PostgresWrites.committedProcedure],
     ]
 
     private static func statements(_ script: String) -> [String] {

@@ -72,39 +72,46 @@ extension PostgresTokenService {
         return snapshots
     }
 
-    /// What a verification of token codes decides on, read in one statement (one snapshot):
-    /// the user's active tokens and failure row — or, for a name the store knows nothing of,
-    /// the failure row unknown names share, returned as the failure key (as `lockUser` does).
-    func verificationRead(user: String, _ connection: PostgresConnection) async throws -> (VerifySnapshot, failureKey: String?) {
-        var known = false
-        var own = UserState.clear, shared = UserState.clear
-        var tokens: [TokenSnapshot] = []
-        for try await row in try await connection.execute(VerificationRead(user: user), logger: logger) {
-            known = known || row.hasRecoveryCodes || row.hasToken
-            own = row.own
-            shared = row.shared
-            if let token = row.token { tokens.append(token) }
+    /// What verifications of token codes decide on, read in one statement (one snapshot) for
+    /// several users: each user's active tokens and failure row — or, for a name the store
+    /// knows nothing of, the failure row unknown names share, returned as the failure key (as
+    /// `lockUser` does). Keyed by user name.
+    func verificationReads(users: [String], _ connection: PostgresConnection) async throws
+        -> [String: (snapshot: VerifySnapshot, failureKey: String?)] {
+        struct Collected { var known = false, own = UserState.clear, shared = UserState.clear, tokens: [TokenSnapshot] = [] }
+        var collected: [String: Collected] = [:]
+        for try await row in try await connection.execute(VerificationRead(users: users), logger: logger) {
+            var entry = collected[row.user] ?? Collected()
+            entry.known = entry.known || row.hasRecoveryCodes || row.hasToken
+            entry.own = row.own
+            entry.shared = row.shared
+            if let token = row.token { entry.tokens.append(token) }
+            collected[row.user] = entry
         }
-        guard known else { return (VerifySnapshot(failures: shared), Store.unresolvedUsersKey) }
-        return (VerifySnapshot(failures: own, tokens: tokens), nil)
+        return collected.mapValues { entry in
+            entry.known ? (VerifySnapshot(failures: entry.own, tokens: entry.tokens), nil)
+                : (VerifySnapshot(failures: entry.shared), Store.unresolvedUsersKey)
+        }
     }
 
-    /// One row per active token (a row of NULL token columns when there is none), each with
-    /// the failure rows and whether unused recovery codes exist.
+    /// Per user asked about, one row per active token (a row of NULL token columns when there
+    /// is none), each with the failure rows and whether unused recovery codes exist. Decoded
+    /// by position: the columns are fixed here, and a row is decoded per verification.
     struct VerificationRead: PostgresPreparedStatement {
         static let sql = """
-            SELECT EXISTS (SELECT 1 FROM recovery_codes WHERE "user" = $1 AND used = 0) AS has_recovery_codes,
-                   own.failures AS own_failures, own.locked_until AS own_locked_until,
-                   shared.failures AS shared_failures, shared.locked_until AS shared_locked_until, t.*
-            FROM (SELECT 1) AS one
-            LEFT JOIN users own ON own.name = $1
+            SELECT asked.name, EXISTS (SELECT 1 FROM recovery_codes WHERE "user" = asked.name AND used = 0),
+                   own.failures, own.locked_until, shared.failures, shared.locked_until, t.*
+            FROM unnest($1::text[]) AS asked(name)
+            LEFT JOIN users own ON own.name = asked.name
             LEFT JOIN users shared ON shared.name = $2
-            LEFT JOIN (SELECT \(tokenColumns), sealed_seed, pin_hash FROM tokens WHERE "user" = $1 AND state = 'active') AS t ON true
-            ORDER BY t.created, t.serial
+            LEFT JOIN LATERAL (SELECT \(tokenColumns), sealed_seed, pin_hash FROM tokens
+                               WHERE "user" = asked.name AND state = 'active') AS t ON true
+            ORDER BY asked.name, t.created, t.serial
             """
-        let user: String
+        let users: [String]
 
         struct Row {
+            var user: String
             var hasRecoveryCodes: Bool
             var own: UserState
             var shared: UserState
@@ -115,22 +122,51 @@ extension PostgresTokenService {
 
         func makeBindings() throws -> PostgresBindings {
             var bindings = PostgresBindings()
-            bindings.append(user)
+            bindings.append(users)
             bindings.append(Store.unresolvedUsersKey)
             return bindings
         }
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
-            let r = row.makeRandomAccess()
-            func state(_ prefix: String) throws -> UserState {
-                guard let failures = try r["\(prefix)_failures"].decode(Int64?.self) else { return .clear }
-                return UserState(failures: Int(clamping: failures), lockedUntil: try r["\(prefix)_locked_until"].decode(Int64.self))
+            var columns = row.makeIterator()
+            func next<T: PostgresDecodable>(_: T.Type = T.self) throws -> T {
+                guard let cell = columns.next() else { throw StoreError(.database, "a verification read returned too few columns") }
+                return try cell.decode(T.self)
             }
-            var read = Row(hasRecoveryCodes: try r["has_recovery_codes"].decode(Bool.self), own: try state("own"), shared: try state("shared"),
-                           hasToken: try r["serial"].decode(String?.self) != nil)
-            if read.hasToken, let record = TokenRecord(row: try PostgresTokenService.tokenRow(row)) {
-                read.token = TokenSnapshot(record: record, sealedSeed: PostgresTokenService.bytes(try r["sealed_seed"].decode(ByteBuffer?.self)),
-                                           pinHash: PostgresTokenService.bytes(try r["pin_hash"].decode(ByteBuffer?.self)))
+            func state() throws -> UserState {
+                let failures: Int64? = try next(), lockedUntil: Int64? = try next()
+                guard let failures, let lockedUntil else { return .clear }
+                return UserState(failures: Int(clamping: failures), lockedUntil: lockedUntil)
+            }
+            var read = Row(user: try next(), hasRecoveryCodes: try next(), own: try state(), shared: try state(), hasToken: false)
+            guard let serial: String = try next() else { return read }
+            read.hasToken = true
+            var token = TokenRow()
+            token.serial = serial
+            token.user = try next()
+            token.kind = try next()
+            token.algorithm = try next()
+            token.digits = try next()
+            token.period = try next()
+            token.counter = try next()
+            token.lastStep = try next()
+            token.nickname = try next()
+            token.issuer = try next()
+            token.state = try next()
+            token.created = try next()
+            token.lastUsed = try next()
+            token.pinMode = try next()
+            token.hasPIN = try next()
+            token.pinLength = try next()
+            token.pinChangeRequired = try next()
+            token.expires = try next()
+            token.drift = try next()
+            token.source = try next()
+            token.suite = try next()
+            let sealedSeed: ByteBuffer? = try next(), pinHash: ByteBuffer? = try next()
+            if let record = TokenRecord(row: token) {
+                read.token = TokenSnapshot(record: record, sealedSeed: PostgresTokenService.bytes(sealedSeed),
+                                           pinHash: PostgresTokenService.bytes(pinHash))
             }
             return read
         }

@@ -23,42 +23,25 @@ extension PostgresTokenService {
         let codeAtEnd = request.codeAtEnd ?? false
         let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
         let offlineHost = caller.kind == .host && caller.offlineCodes > 0
-        if !recovery, !offlineHost,
-           let response = try await run("verifying a passcode of \(user)", { connection in
-               try await self.verifyUnlocked(request, user: user, input: input, caller: caller, connection)
-           }) {
+        if !recovery, !offlineHost, let response = try await verifyInBatch(request, user: user, input: input, caller: caller) {
             return response
         }
         return try await verifyLocked(request, user: user, input: input, recovery: recovery, caller: caller)
     }
 
-    /// The common case — codes of the user's tokens, no offline codes — as one read and one
-    /// write, with no transaction around them: the writes are conditional, so of two racing
-    /// verifications one loses (PostgresWrites.Conflict) and decides again on fresh rows, as it
-    /// would have after waiting for the lock. After a few lost races: nil, and the caller
-    /// serialises under the advisory lock instead.
-    private func verifyUnlocked(_ request: VerifyRequest, user: String, input: [UInt8], caller: Caller,
-                                _ connection: PostgresConnection) async throws -> VerifyResponse? {
-        let codeAtEnd = request.codeAtEnd ?? false
-        for _ in 0..<3 {
-            let now = Self.now()
-            let (snapshot, key) = try await verificationRead(user: user, connection)
-            let decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                try self.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: self.settings.policy, now: now,
-                                       failureKey: key, challenge: request.challenge)
+    /// The common case — codes of the user's tokens, no offline codes — in a batch with the
+    /// verifications that arrive meanwhile (VerificationBatch): nil when it lost its race too
+    /// often, and then the caller serialises under the user's advisory lock instead.
+    private func verifyInBatch(_ request: VerifyRequest, user: String, input: [UInt8], caller: Caller) async throws(ServiceError) -> VerifyResponse? {
+        do {
+            return try await withCheckedThrowingContinuation { continuation in
+                let job = VerificationJob(user: user, input: input, codeAtEnd: request.codeAtEnd ?? false, challenge: request.challenge,
+                                          caller: caller, continuation: continuation)
+                if verificationJobs.add(job) { Task { await self.runVerificationBatches() } }
             }
-            let (response, pending) = try Dialogue.respond(to: decision.result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps,
-                                                           now: now)
-            do {
-                try await apply(decision.writes, challenge: pending, audit: Self.entry(caller, "verify", user: user, serial: response.serial ?? "",
-                                                                                    result: response.result.rawValue, detail: response.reason ?? "",
-                                                                                    now: now), connection)
-                return response
-            } catch is PostgresWrites.Conflict {
-                continue
-            }
+        } catch {
+            throw failure(error, doing: "verifying a passcode of \(user)")
         }
-        return nil
     }
 
     /// Recovery codes, hosts that keep offline codes, and verifications that lost the race

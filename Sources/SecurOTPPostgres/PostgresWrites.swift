@@ -82,6 +82,34 @@ enum PostgresWrites {
         $$
         """
 
+    /// Installed by schema migration 3: the documents of several verifications, each applied
+    /// all or nothing (a subtransaction; a conflict rolls back that document alone), then
+    /// committed *inside the call*. With the extended protocol an autocommit statement commits
+    /// only at Sync, after its result rows are sent — so a plain `SELECT securotp_apply(...)`
+    /// would let a host hear "accept" before the write is durable. `outcomes` has one value per
+    /// document: the number of writes applied, or -1 - the index of the write that conflicted.
+    /// Documents stay under 64 per call: PostgreSQL caches that many subtransaction IDs per
+    /// backend before other sessions' snapshots get slower.
+    static let committedProcedure = """
+        CREATE PROCEDURE securotp_apply_committed(documents jsonb, INOUT outcomes bigint[] DEFAULT NULL) LANGUAGE plpgsql AS $$
+        DECLARE
+            document jsonb;
+            detail text;
+        BEGIN
+            outcomes := '{}';
+            FOR document IN SELECT value FROM jsonb_array_elements(documents->'documents') LOOP
+                BEGIN
+                    outcomes := outcomes || securotp_apply(document);
+                EXCEPTION WHEN SQLSTATE 'SOTP1' THEN
+                    GET STACKED DIAGNOSTICS detail = PG_EXCEPTION_DETAIL;
+                    outcomes := outcomes || (-1 - detail::bigint);
+                END;
+            END LOOP;
+            COMMIT;
+        END
+        $$
+        """
+
     /// The statement, prepared once per connection.
     struct Apply: PostgresPreparedStatement {
         static let sql = "SELECT securotp_apply($1::jsonb)"
@@ -97,6 +125,21 @@ enum PostgresWrites {
         func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
     }
 
+    /// Several verifications' documents in one call, committed before the call answers.
+    struct ApplyCommitted: PostgresPreparedStatement {
+        static let sql = "CALL securotp_apply_committed($1::jsonb)"
+        typealias Row = [Int64]
+        let documents: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings()
+            bindings.append(documents)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> [Int64] { try row.decode([Int64].self) }
+    }
+
     /// A write that changed no row: `write` is nil for a challenge or audit row, which cannot
     /// conflict unless the database itself misbehaves.
     struct Conflict: Error {
@@ -108,12 +151,22 @@ enum PostgresWrites {
     typealias Op = [(key: String, value: JSONWriter.Field)]
 
     static func document(_ writes: [StateWrite], challenge: PendingChallenge?, audit: AuditEntry?) -> String {
+        text(JSONWriter.object([("ops", .objects(ops(writes, challenge: challenge, audit: audit)))]))
+    }
+
+    /// The argument of `securotp_apply_committed`: one `ops` list per verification.
+    static func documents(_ lists: [[Op]]) -> String {
+        text(JSONWriter.object([("documents", .objects(lists.map { [("ops", .objects($0))] }))]))
+    }
+
+    static func ops(_ writes: [StateWrite], challenge: PendingChallenge?, audit: AuditEntry?) -> [Op] {
         var ops = writes.map(op)
         if let challenge { ops.append(op(challenge)) }
         if let audit { ops.append(op(audit)) }
-        let body = JSONWriter.object([("ops", .objects(ops))])
-        return body.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        return ops
     }
+
+    private static func text(_ body: SecretBytes) -> String { body.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }
 
     static func op(_ write: StateWrite) -> Op {
         switch write {

@@ -98,20 +98,27 @@ enum TestPostgres {
         return components.string ?? server
     }
 
-    static func sql(_ statement: String) throws {
+    static func sql(_ statement: String, database: String? = nil) throws {
+        _ = try value(statement, database: database)
+    }
+
+    /// What psql prints for `statement` (unaligned, tuples only), in `database` or the server's own.
+    static func value(_ statement: String, database: String? = nil) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/psql")
-        process.arguments = [server, "-qAtc", statement]
-        let errors = Pipe()
+        process.arguments = [database.map(url) ?? server, "-qAtc", statement]
+        let errors = Pipe(), output = Pipe()
         process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
+        process.standardOutput = output
         try process.run()
+        let printed = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
             throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey:
                 "psql \(statement): \(message) (is PostgreSQL running? scripts/postgres-test.sh starts it)"])
         }
+        return printed.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 }
 

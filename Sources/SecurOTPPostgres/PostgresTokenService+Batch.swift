@@ -1,0 +1,98 @@
+import PostgresNIO
+import SecurOTPService
+import SecurOTPStore
+
+/// A verification waiting for a batch.
+struct VerificationJob: Sendable {
+    let user: String
+    let input: [UInt8]
+    let codeAtEnd: Bool
+    let challenge: String?
+    let caller: Caller
+    let continuation: CheckedContinuation<VerifyResponse?, any Error>
+    /// Batches whose write this job's write lost to another node's (or batch's) verification.
+    var lostRaces = 0
+}
+
+/// Verifications of token codes, several per round trip: a batch is one read (every user's
+/// tokens and failure rows, one snapshot) and one call that applies each verification's writes,
+/// challenge and audit entry all or nothing and commits them before it answers. The writes are
+/// conditional, so a verification that raced another (on this node or another) changes
+/// nothing and decides again in the next batch on fresh rows, as it would have after waiting
+/// for a lock. Two round trips and one commit per batch, not per verification: that, not the
+/// decision itself, is what a verification costs on PostgreSQL.
+extension PostgresTokenService {
+    /// Lost races before a verification takes the advisory-lock path.
+    static let batchAttempts = 3
+
+    func runVerificationBatches() async {
+        while let jobs = verificationJobs.next() {
+            await runVerificationBatch(jobs)
+        }
+    }
+
+    private func runVerificationBatch(_ jobs: [VerificationJob]) async {
+        let outcomes: [Result<VerifyResponse?, any Error>]
+        do {
+            outcomes = try await client.withConnection { connection in try await self.verifyBatch(jobs, connection) }
+        } catch {
+            for job in jobs { job.continuation.resume(throwing: error) }
+            return
+        }
+        var retries: [VerificationJob] = []
+        for (job, outcome) in zip(jobs, outcomes) {
+            if case .success(nil) = outcome, job.lostRaces + 1 < Self.batchAttempts {
+                var again = job
+                again.lostRaces += 1
+                retries.append(again)
+            } else {
+                job.continuation.resume(with: outcome)
+            }
+        }
+        verificationJobs.retry(retries)
+    }
+
+    /// One outcome per job: its response, nil when its writes lost a race, or its own error.
+    private func verifyBatch(_ jobs: [VerificationJob], _ connection: PostgresConnection) async throws -> [Result<VerifyResponse?, any Error>] {
+        let now = Self.now()
+        let reads = try await verificationReads(users: jobs.map(\.user), connection)
+        var outcomes: [Result<VerifyResponse?, any Error>] = []
+        var documents: [[PostgresWrites.Op]] = []
+        var documentOf: [Int: Int] = [:]
+        for (index, job) in jobs.enumerated() {
+            do {
+                let (snapshot, key) = reads[job.user] ?? (VerifySnapshot(failures: .clear), Store.unresolvedUsersKey)
+                let decision = try job.input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                    try self.engine.verify(snapshot, user: job.user, input: bytes, codeAtEnd: job.codeAtEnd, policy: self.settings.policy,
+                                           now: now, failureKey: key, challenge: job.challenge)
+                }
+                let (response, pending) = try Dialogue.respond(to: decision.result, user: job.user, host: job.caller.name,
+                                                               stepsLeft: Dialogue.maxSteps, now: now)
+                let audit = Self.entry(job.caller, "verify", user: job.user, serial: response.serial ?? "", result: response.result.rawValue,
+                                       detail: response.reason ?? "", now: now)
+                documentOf[index] = documents.count
+                documents.append(PostgresWrites.ops(decision.writes, challenge: pending, audit: audit))
+                outcomes.append(.success(response))
+            } catch {
+                outcomes.append(.failure(error))
+            }
+        }
+        guard !documents.isEmpty else { return outcomes }
+        var applied: [Int64] = []
+        for try await row in try await connection.execute(PostgresWrites.ApplyCommitted(documents: PostgresWrites.documents(documents)),
+                                                          logger: logger) {
+            applied = row
+        }
+        guard applied.count == documents.count else {
+            throw StoreError(.database, "PostgreSQL answered \(applied.count) outcomes for \(documents.count) verifications")
+        }
+        for (index, document) in documentOf {
+            if applied[document] < 0 {
+                outcomes[index] = .success(nil)
+            } else if applied[document] != Int64(documents[document].count) {
+                outcomes[index] = .failure(PostgresWrites.Conflict(write: nil))
+            }
+        }
+        return outcomes
+    }
+}
