@@ -49,6 +49,9 @@ extension PostgresTokenService {
                 job.continuation.resume(with: outcome)
             }
         }
+        if !retries.isEmpty {
+            logger.debug("verifications lost a race and decide again", metadata: ["count": "\(retries.count)", "batch": "\(jobs.count)"])
+        }
         verificationJobs.retry(retries)
     }
 
