@@ -522,6 +522,10 @@ if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
         [ "$backend" = postgres ] && pg_start
         note "$peer: provisioning $SECUROTPD_USERS users"
         securotpd_provision "$backend" "$dir"
+        # A 400,000-user import leaves PostgreSQL a checkpoint to spread over minutes and tables
+        # for autovacuum: both would land in the timed phases. A serving database is past them.
+        [ "$backend" = postgres ] && { runuser -u postgres -- psql -h 127.0.0.1 -p "$PORT_PG" -U postgres -d securotp -q \
+            -c "VACUUM ANALYZE" -c "CHECKPOINT" || die "VACUUM/CHECKPOINT after provisioning failed"; }
         settle
         note "$peer: starting"
         securotpd_start "$backend" "$dir"
