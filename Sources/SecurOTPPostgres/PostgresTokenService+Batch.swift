@@ -64,7 +64,8 @@ extension PostgresTokenService {
         var documentOf: [Int: Int] = [:]
         for (index, job) in jobs.enumerated() {
             do {
-                let (snapshot, key) = reads[job.user] ?? (VerifySnapshot(failures: .clear), Store.unresolvedUsersKey)
+                // unnest gives every user asked about a row; a missing one fails closed.
+                guard let (snapshot, key) = reads[job.user] else { throw StoreError(.database, "no row was read for \(job.user)") }
                 let decision = try job.input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                     try self.engine.verify(snapshot, user: job.user, input: bytes, codeAtEnd: job.codeAtEnd, policy: self.settings.policy,
                                            now: now, failureKey: key, challenge: job.challenge)

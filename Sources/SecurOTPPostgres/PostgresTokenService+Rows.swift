@@ -11,30 +11,47 @@ extension PostgresTokenService {
         """
 
     static func tokenRow(_ row: PostgresRow) throws -> TokenRow {
-        let r = row.makeRandomAccess()
+        var columns = row.makeIterator()
+        return try tokenRow(&columns)
+    }
+
+    /// The `tokenColumns`, in their order, from where `columns` stands.
+    static func tokenRow(_ columns: inout PostgresRow.Iterator) throws -> TokenRow {
         var token = TokenRow()
-        token.serial = try r["serial"].decode(String.self)
-        token.user = try r["user"].decode(String.self)
-        token.kind = try r["kind"].decode(String.self)
-        token.algorithm = try r["algorithm"].decode(String.self)
-        token.digits = try r["digits"].decode(Int64.self)
-        token.period = try r["period"].decode(Int64.self)
-        token.counter = try r["counter"].decode(Int64.self)
-        token.lastStep = try r["last_step"].decode(Int64.self)
-        token.nickname = try r["nickname"].decode(String.self)
-        token.issuer = try r["issuer"].decode(String.self)
-        token.state = try r["state"].decode(String.self)
-        token.created = try r["created"].decode(Int64.self)
-        token.lastUsed = try r["last_used"].decode(Int64.self)
-        token.pinMode = try r["pin_mode"].decode(String.self)
-        token.hasPIN = try r["has_pin"].decode(Bool.self)
-        token.pinLength = try r["pin_length"].decode(Int64.self)
-        token.pinChangeRequired = try r["pin_change_required"].decode(Bool.self)
-        token.expires = try r["expires"].decode(Int64.self)
-        token.drift = try r["drift"].decode(Int64.self)
-        token.source = try r["source"].decode(String.self)
-        token.suite = try r["suite"].decode(String.self)
+        token.serial = try next(&columns)
+        try rest(of: &token, &columns)
         return token
+    }
+
+    /// Every token column after the serial (a caller that reads the serial itself, as
+    /// VerificationRead does to tell a missing token from a present one, goes on from here).
+    static func rest(of token: inout TokenRow, _ columns: inout PostgresRow.Iterator) throws {
+        token.user = try next(&columns)
+        token.kind = try next(&columns)
+        token.algorithm = try next(&columns)
+        token.digits = try next(&columns)
+        token.period = try next(&columns)
+        token.counter = try next(&columns)
+        token.lastStep = try next(&columns)
+        token.nickname = try next(&columns)
+        token.issuer = try next(&columns)
+        token.state = try next(&columns)
+        token.created = try next(&columns)
+        token.lastUsed = try next(&columns)
+        token.pinMode = try next(&columns)
+        token.hasPIN = try next(&columns)
+        token.pinLength = try next(&columns)
+        token.pinChangeRequired = try next(&columns)
+        token.expires = try next(&columns)
+        token.drift = try next(&columns)
+        token.source = try next(&columns)
+        token.suite = try next(&columns)
+    }
+
+    /// The next column, decoded; a row shorter than its statement's columns is an error.
+    static func next<T: PostgresDecodable>(_ columns: inout PostgresRow.Iterator) throws -> T {
+        guard let cell = columns.next() else { throw StoreError(.database, "a row had fewer columns than its statement") }
+        return try cell.decode(T.self)
     }
 
     static func bytes(_ buffer: ByteBuffer?) -> [UInt8] { buffer.map { Array($0.readableBytesView) } ?? [] }
@@ -129,10 +146,7 @@ extension PostgresTokenService {
 
         func decodeRow(_ row: PostgresRow) throws -> Row {
             var columns = row.makeIterator()
-            func next<T: PostgresDecodable>(_: T.Type = T.self) throws -> T {
-                guard let cell = columns.next() else { throw StoreError(.database, "a verification read returned too few columns") }
-                return try cell.decode(T.self)
-            }
+            func next<T: PostgresDecodable>(_: T.Type = T.self) throws -> T { try PostgresTokenService.next(&columns) }
             func state() throws -> UserState {
                 let failures: Int64? = try next(), lockedUntil: Int64? = try next()
                 guard let failures, let lockedUntil else { return .clear }
@@ -143,26 +157,7 @@ extension PostgresTokenService {
             read.hasToken = true
             var token = TokenRow()
             token.serial = serial
-            token.user = try next()
-            token.kind = try next()
-            token.algorithm = try next()
-            token.digits = try next()
-            token.period = try next()
-            token.counter = try next()
-            token.lastStep = try next()
-            token.nickname = try next()
-            token.issuer = try next()
-            token.state = try next()
-            token.created = try next()
-            token.lastUsed = try next()
-            token.pinMode = try next()
-            token.hasPIN = try next()
-            token.pinLength = try next()
-            token.pinChangeRequired = try next()
-            token.expires = try next()
-            token.drift = try next()
-            token.source = try next()
-            token.suite = try next()
+            try PostgresTokenService.rest(of: &token, &columns)
             let sealedSeed: ByteBuffer? = try next(), pinHash: ByteBuffer? = try next()
             if let record = TokenRecord(row: token) {
                 read.token = TokenSnapshot(record: record, sealedSeed: PostgresTokenService.bytes(sealedSeed),
