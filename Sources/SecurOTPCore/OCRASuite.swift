@@ -151,10 +151,40 @@ public struct OCRASuite: Sendable, Equatable, CustomStringConvertible {
         return UInt64(unixTime / Int64(step))
     }
 
-    /// A fresh challenge of this suite's format with the most characters it allows (`xx`):
-    /// decimal digits, letters and digits, or lowercase hex digits, drawn without modulo bias
+    /// Whether the login's challenge space is large enough that a challenge comes up again
+    /// only by a chance an attacker cannot wait for: at least 10^8 challenges — 8 decimal
+    /// digits, 7 hex digits or 6 letters and digits (`safeChallengeRule`). Each challenge is
+    /// issued by the verifier and counted as an attempt (docs/security.md, "OCRA challenges").
+    public var hasSafeChallengeSpace: Bool {
+        switch questionFormat {
+        case .numeric: questionLength >= 8
+        case .hexadecimal: questionLength >= 7
+        case .alphanumeric: questionLength >= 6
+        }
+    }
+
+    public static let safeChallengeRule = "challenges of at least 8 digits (QN08), 7 hex digits (QH07) or 6 letters and digits (QA06)"
+
+    /// Neither a counter nor a time step: only the challenge makes a response single-use.
+    public var isChallengeOnly: Bool { !usesCounter && timeStepSeconds == nil }
+
+    /// Whether a token of this suite may answer a login: a counter or a time step makes every
+    /// response single-use whatever the challenge; without them the challenge space must be
+    /// safe. (New tokens need a safe space in any case: `NewToken.problem`.)
+    public var isSafeAtLogin: Bool { !isChallengeOnly || hasSafeChallengeSpace }
+
+    /// A fresh challenge of this suite's format with the most characters it allows (`xx`),
     /// from kernel randomness. Nil only if the kernel gives no randomness.
     public func randomChallenge() -> String? {
+        SecretBytes.random(count: 32).flatMap { challenge(derivedFrom: $0) }
+    }
+
+    /// The challenge that `seed` stands for, with the most characters this suite allows:
+    /// decimal digits, letters and digits, or lowercase hex digits, drawn without modulo bias
+    /// from HMAC-SHA256(seed, block number). A validator derives the challenge of a pending
+    /// OCRA challenge from its random id this way, so the id alone names it. Nil only in the
+    /// (negligible) case that 64 blocks do not yield enough characters.
+    public func challenge(derivedFrom seed: SecretBytes) -> String? {
         let alphabet: [UInt8]
         switch questionFormat {
         case .numeric: alphabet = Array("0123456789".utf8)
@@ -165,15 +195,13 @@ public struct OCRASuite: Sendable, Equatable, CustomStringConvertible {
         let limit = 256 - 256 % alphabet.count
         var out = [UInt8]()
         out.reserveCapacity(questionLength)
-        var rounds = 0
+        var block: UInt8 = 0
         while out.count < questionLength {
-            rounds += 1
-            guard rounds <= 64, let random = SecretBytes.random(count: 2 * questionLength) else { return nil }
-            random.withUnsafeBytes { bytes in
-                for byte in bytes where Int(byte) < limit && out.count < questionLength {
-                    out.append(alphabet[Int(byte) % alphabet.count])
-                }
+            guard block < 64 else { return nil }
+            for byte in HMAC.authenticate(.sha256, key: seed, message: [block]) where Int(byte) < limit && out.count < questionLength {
+                out.append(alphabet[Int(byte) % alphabet.count])
             }
+            block += 1
         }
         return String(decoding: out, as: UTF8.self)
     }

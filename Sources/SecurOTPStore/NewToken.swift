@@ -46,6 +46,9 @@ public struct NewToken {
                 return "OCRA suites with a password hash (P) or session data (S) are not supported at login yet"
             }
             if parsed.digits < 4 { return "OCRA suites with 0 digits (full HMAC) cannot be typed at a login prompt" }
+            if !parsed.hasSafeChallengeSpace {
+                return "OCRA suite \(suite) draws its challenges from too small a space: someone who saw one response could start logins until its challenge comes up again; use \(OCRASuite.safeChallengeRule)"
+            }
             return nil
         case .securid:
             if seed.count != 16 { return "SecurID seed must be 16 bytes (got \(seed.count))" }
