@@ -20,7 +20,7 @@ extension Store {
     /// write lock. The decision is VerificationEngine.verify's; see there for the arguments.
     public func verify(user: String, input: UnsafeBufferPointer<UInt8>, codeAtEnd: Bool,
                        policy: VerifyPolicy, now: Int64, failureKey: String? = nil, countsFailure: Bool = true,
-                       challenge: String? = nil) throws(StoreError) -> VerifyResult {
+                       challenge: String? = nil, charged: Bool = false) throws(StoreError) -> VerifyResult {
         try db.immediateTransaction { () throws(StoreError) -> VerifyResult in
             // Only the part of the snapshot the engine will read: one indexed query per login.
             let recovery = VerificationEngine.readsRecoveryCodes(input: input, codeAtEnd: codeAtEnd)
@@ -28,7 +28,8 @@ extension Store {
                                           tokens: recovery ? [] : try activeTokens(user: user),
                                           recoveryCodes: recovery ? try unusedRecoveryCodes(user: user) : [])
             let decision = try engine.verify(snapshot, user: user, input: input, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                             failureKey: failureKey, countsFailure: countsFailure, challenge: challenge)
+                                             failureKey: failureKey, countsFailure: countsFailure, challenge: challenge,
+                                             charged: charged)
             try apply(decision.writes)
             return decision.result
         }
@@ -46,8 +47,23 @@ extension Store {
         }
     }
 
-    /// The OCRA suite of the user's first active OCRA token, if any: the login shows a
-    /// challenge in that suite's question format (VerificationEngine.challengeSuite's rule).
+    /// Before the prompt of a user with a usable OCRA token: a fresh challenge, with this
+    /// attempt charged on the user's failure row and on disk before the challenge is shown
+    /// (VerificationEngine.issueChallenge). Nil (nothing written) for everyone else.
+    public func issueChallenge(user: String, policy: VerifyPolicy, now: Int64) throws(StoreError) -> ChallengeIssue? {
+        // Most users have no OCRA token: one indexed lookup, no transaction.
+        guard try ocraSuite(user: user, now: now) != nil else { return nil }
+        return try db.immediateTransaction { () throws(StoreError) -> ChallengeIssue? in
+            let snapshot = VerifySnapshot(failures: try userState(user), tokens: try activeTokens(user: user))
+            guard let decision = try engine.issueChallenge(snapshot, user: user, policy: policy, now: now) else { return nil }
+            try apply(decision.writes)
+            return decision.result
+        }
+    }
+
+    /// The OCRA suite of the user's first active OCRA token that may answer a login, if any:
+    /// the login shows a challenge in that suite's question format
+    /// (VerificationEngine.challengeSuite's rule).
     public func ocraSuite(user: String, now: Int64) throws(StoreError) -> OCRASuite? {
         // One indexed lookup on every login's path; most users have no OCRA token.
         let statement = try db.prepare("""
@@ -57,7 +73,7 @@ extension Store {
         defer { statement.reset() }
         try statement.bind(.text(user), .integer(now))
         while try statement.step() {
-            if let suite = try? OCRASuite(statement.text(0)) { return suite }
+            if let suite = try? OCRASuite(statement.text(0)), suite.isSafeAtLogin { return suite }
         }
         return nil
     }

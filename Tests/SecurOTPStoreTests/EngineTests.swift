@@ -41,10 +41,11 @@ struct EngineFixture {
     }
 
     func verify(_ snapshot: VerifySnapshot, _ input: [UInt8], policy: VerifyPolicy = VerifyPolicy(), failureKey: String? = nil,
-                countsFailure: Bool = true, challenge: String? = nil, now: Int64 = now) throws -> VerificationEngine.Decision<VerifyResult> {
+                countsFailure: Bool = true, challenge: String? = nil, charged: Bool = false,
+                now: Int64 = now) throws -> VerificationEngine.Decision<VerifyResult> {
         try input.withUnsafeBufferPointer {
             try engine.verify(snapshot, user: "alice", input: $0, codeAtEnd: false, policy: policy, now: now, failureKey: failureKey,
-                              countsFailure: countsFailure, challenge: challenge)
+                              countsFailure: countsFailure, challenge: challenge, charged: charged)
         }
     }
 }
@@ -96,13 +97,6 @@ struct EngineFixture {
         policy.deny = 0
         let decision = try f.verify(VerifySnapshot(failures: UserState(failures: .max, lockedUntil: 0)), Array("123456".utf8), policy: policy)
         #expect(decision.result.failures == .max)
-    }
-
-    @Test func aLockedUserIsNotCheckedAndNothingIsWritten() throws {
-        let f = try EngineFixture()
-        let decision = try f.verify(VerifySnapshot(failures: UserState(failures: 5, lockedUntil: now + 1), tokens: [try f.token()]), f.code(at: step))
-        #expect(decision.result == VerifyResult(outcome: .locked, userHasTokens: true, failures: 5, lockedNow: false))
-        #expect(decision.writes.isEmpty)
     }
 
     @Test func aLockThatRanOutStartsTheCountAgain() throws {
@@ -175,7 +169,8 @@ struct EngineFixture {
         let snapshot = VerifySnapshot(failures: .clear, tokens: [try f.token()])
         let first = try f.verify(snapshot, f.code(at: step + 5))
         #expect(first.result.outcome == .nextCodeRequired(serial: "1000000001", position: step + 5))
-        #expect(first.writes.isEmpty)
+        // Counted before the next code is asked for (ChargedAttemptTests).
+        #expect(first.writes == [.setFailures(key: "alice", expected: .clear, to: UserState(failures: 1, lockedUntil: 0), at: now)])
         let next = try f.code(at: step + 6).withUnsafeBufferPointer {
             try f.engine.verifyNextCode(snapshot, user: "alice", serial: "1000000001", position: step + 5, input: $0, policy: VerifyPolicy(), now: now)
         }
@@ -197,7 +192,9 @@ struct EngineFixture {
         policy.nextCodeAfter = 2
         let decision = try f.verify(VerifySnapshot(failures: UserState(failures: 2, lockedUntil: 0), tokens: [try f.token()]), f.code(at: step), policy: policy)
         #expect(decision.result.outcome == .nextCodeRequired(serial: "1000000001", position: step))
-        #expect(decision.writes.isEmpty)
+        // A right code held back still counts until its next code settles it (ChargedAttemptTests).
+        #expect(decision.writes == [.setFailures(key: "alice", expected: UserState(failures: 2, lockedUntil: 0),
+                                                 to: UserState(failures: 3, lockedUntil: 0), at: now)])
     }
 
     @Test func aTokenWithoutItsFirstPINTakesTheBareCodeAndAsksForOne() throws {

@@ -1,4 +1,11 @@
 /// The failure row of one key as the snapshot held it, and the writes that change it.
+///
+/// Every attempt is counted once, when it is made, whatever follows it. An attempt that opens
+/// a dialogue (a code in the resync band, next code required, an OCRA challenge shown) is
+/// *charged*: counted at once, before the user can answer, so that abandoning the dialogue
+/// (cancel, time-out, a killed connection) leaves it counted. The dialogue's answer then
+/// settles the charge: right clears the row, wrong keeps the count and locks at `deny`.
+/// docs/security.md, "Every attempt counts".
 struct FailureRow {
     let key: String
     let read: UserState
@@ -15,6 +22,43 @@ struct FailureRow {
                          writes: [])
         }
         let failures = state.failures < Int.max ? state.failures + 1 : state.failures // a damaged row must not trap
+        return settle(failures, policy, now, outcome: outcome, hasTokens: hasTokens, note: note)
+    }
+
+    /// The miss of a charged attempt: its failure was counted when it was charged, so the count
+    /// stays; the user is locked if it has reached `policy.deny`. Always one write, like any miss.
+    func settleCharged(_ state: UserState, _ policy: VerifyPolicy, _ now: Int64, outcome: VerifyOutcome, hasTokens: Bool,
+                       note: String) -> VerificationEngine.Decision<VerifyResult> {
+        settle(state.failures, policy, now, outcome: outcome, hasTokens: hasTokens, note: note)
+    }
+
+    /// Counts an attempt that opens a dialogue, before the user answers. It never locks by
+    /// itself — the answer may still be right — but a count that reached `deny` with no answer
+    /// locks at the next attempt (`staleLock`).
+    func charge(_ state: UserState, _ now: Int64) -> (failures: Int, write: StateWrite) {
+        let failures = state.failures < Int.max ? state.failures + 1 : state.failures
+        return (failures, .setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: 0), at: now))
+    }
+
+    /// Charged attempts that were abandoned can leave the count at `deny` without a lock: the
+    /// next attempt locks instead of being checked.
+    func staleLock(_ state: UserState, _ policy: VerifyPolicy, _ now: Int64) -> VerificationEngine.Decision<VerifyResult>? {
+        guard policy.deny > 0, state.failures >= policy.deny else { return nil }
+        return settle(state.failures, policy, now, outcome: .locked, hasTokens: true, note: "abandoned dialogues reached the failure limit")
+    }
+
+    /// While locked nothing is checked, but the attempt is counted and written like any miss,
+    /// so that neither time nor disk activity tells a locked name apart. (A write of the same
+    /// values would not do: SQLite leaves an unchanged row's page clean, and commits without
+    /// an fsync.) The lock itself does not move.
+    func whileLocked(_ now: Int64) -> VerificationEngine.Decision<VerifyResult> {
+        let failures = read.failures < Int.max ? read.failures + 1 : read.failures
+        return .init(result: VerifyResult(outcome: .locked, userHasTokens: true, failures: failures, lockedNow: false),
+                     writes: [.setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: read.lockedUntil), at: now)])
+    }
+
+    private func settle(_ failures: Int, _ policy: VerifyPolicy, _ now: Int64, outcome: VerifyOutcome, hasTokens: Bool,
+                        note: String) -> VerificationEngine.Decision<VerifyResult> {
         let lockNow = policy.deny > 0 && failures >= policy.deny
         let lockedUntil = lockNow ? (policy.unlockTime > 0 ? now + policy.unlockTime : UserState.lockedUntilUnlocked) : 0
         return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: failures, lockedNow: lockNow, note: note),

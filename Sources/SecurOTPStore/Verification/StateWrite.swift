@@ -14,8 +14,9 @@ public enum StateWrite: Sendable, Equatable {
     /// Counter token (HOTP, counter-based OCRA): counter `from` → `to`, only while the counter
     /// is still `from` (and `to` > `from`).
     case advanceCounter(serial: String, from: Int64, to: Int64, lastUsed: Int64)
-    /// Challenge-only OCRA: only last_used changes. Each login's fresh random challenge makes
-    /// the response single-use; the token only has to still exist.
+    /// Challenge-only OCRA: only last_used changes. The verifier's single-use challenge,
+    /// issued as a counted attempt from a space too large to wait for a repeat in, makes the
+    /// response single-use; the token only has to still exist.
     case markUsed(serial: String, lastUsed: Int64)
     /// Marks recovery code (`user`, `id`) used at `usedAt`, only while it is still unused.
     case spendRecoveryCode(user: String, id: String, usedAt: Int64)

@@ -82,8 +82,10 @@ extension VerificationEngine {
             switch OCRAState(record) {
             case .counter: position >= Int64(bitPattern: record.parameters.counter)
             case .time: position > record.lastStep
-            // A fresh random challenge per login makes each response single-use by itself.
-            case .challengeOnly: true
+            // The verifier issues each challenge once, charged as an attempt (issueChallenge),
+            // from a space of at least 10^8 (OCRASuite.isSafeAtLogin): a response is not
+            // accepted again unless its challenge comes up again, which nobody can wait for.
+            case .challengeOnly(let suite): suite.isSafeAtLogin
             case .invalid: false
             }
         }

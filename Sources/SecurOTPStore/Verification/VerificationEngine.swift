@@ -58,11 +58,16 @@ public struct VerificationEngine {
     }
 
     /// The OCRA suite a login's challenge is drawn from: that of the first active, unexpired
-    /// OCRA token in snapshot order whose suite parses (nil: the login shows no challenge).
-    /// The SQLite store asks its database the same in one indexed query.
+    /// OCRA token in snapshot order whose suite parses and is safe to use at a login
+    /// (`OCRASuite.isSafeAtLogin`; nil: the login shows no challenge). The SQLite store asks its
+    /// database the same in one indexed query.
     public static func challengeSuite(among tokens: [TokenRecord], now: Int64) -> OCRASuite? {
+        challengeToken(among: tokens, now: now)?.suite
+    }
+
+    static func challengeToken(among tokens: [TokenRecord], now: Int64) -> (serial: String, suite: OCRASuite)? {
         for record in tokens where record.kind == .ocra && record.state == "active" && !record.isExpired(at: now) {
-            if let suite = try? OCRASuite(record.suite) { return suite }
+            if let suite = try? OCRASuite(record.suite), suite.isSafeAtLogin { return (record.serial, suite) }
         }
         return nil
     }
@@ -72,21 +77,34 @@ public struct VerificationEngine {
     /// With `codeAtEnd`, the code is the last `digits` characters of `input` (password+code).
     /// Users without tokens and unknown users are answered like users with a wrong code:
     /// the same HMAC work and the same failure write, so neither timing nor result tells them apart.
+    /// A locked user is answered without a check, but with the same work and a write too.
     ///
     /// `failureKey` names the row failures are counted on (default: `user`); `countsFailure`
     /// false checks without counting a miss (try_first_pass).
     ///
     /// `challenge` is the OCRA challenge the login showed (OCRA tokens are skipped without one).
+    /// `charged`: this attempt was counted already, when its challenge was issued
+    /// (`issueChallenge`); a miss keeps that count instead of adding one (FailureRow).
     public func verify(_ snapshot: VerifySnapshot, user: String, input: UnsafeBufferPointer<UInt8>, codeAtEnd: Bool,
                        policy: VerifyPolicy, now: Int64, failureKey: String? = nil, countsFailure: Bool = true,
-                       challenge: String? = nil) throws(StoreError) -> Decision<VerifyResult> {
+                       challenge: String? = nil, charged: Bool = false) throws(StoreError) -> Decision<VerifyResult> {
         let failures = FailureRow(key: failureKey ?? user, read: snapshot.failures)
         if failures.read.isLocked(at: now) {
-            return Decision(result: VerifyResult(outcome: .locked, userHasTokens: true, failures: failures.read.failures, lockedNow: false),
-                            writes: [])
+            Decoy.work(input: input, codeAtEnd: codeAtEnd, policy: policy, dataKey: dataKey)
+            return failures.whileLocked(now)
         }
         // A lock that ran out starts the count again.
         let state = failures.read.lockedUntil != 0 ? UserState.clear : failures.read
+        if !charged, let locked = failures.staleLock(state, policy, now) {
+            Decoy.work(input: input, codeAtEnd: codeAtEnd, policy: policy, dataKey: dataKey)
+            return locked
+        }
+        func miss(_ outcome: VerifyOutcome, hasTokens: Bool, note: String) -> Decision<VerifyResult> {
+            guard charged, countsFailure else {
+                return failures.recordFailure(state, policy, now, outcome: outcome, hasTokens: hasTokens, note: note, counted: countsFailure)
+            }
+            return failures.settleCharged(state, policy, now, outcome: outcome, hasTokens: hasTokens, note: note)
+        }
 
         if Self.readsRecoveryCodes(input: input, codeAtEnd: codeAtEnd) {
             if let spend = try spendRecoveryCode(snapshot.recoveryCodes, user: user, input: input, now: now) {
@@ -94,13 +112,13 @@ public struct VerificationEngine {
                                                      userHasTokens: true, failures: 0, lockedNow: false),
                                 writes: [spend] + failures.cleared)
             }
-            return failures.recordFailure(state, policy, now, outcome: .rejected, hasTokens: true,
-                                          note: "not a valid unused recovery code", counted: countsFailure)
+            return miss(.rejected, hasTokens: true, note: "not a valid unused recovery code")
         }
 
         let candidates = snapshot.tokens
         var replayedSerial: String?
         var outsideWindow: (serial: String, position: Int64)?
+        var searched = false
         var note = candidates.isEmpty ? "no active token" : "wrong code"
         for candidate in candidates {
             let record = candidate.record
@@ -108,8 +126,15 @@ public struct VerificationEngine {
                 note = "token \(record.serial) expired"
                 continue
             }
-            if record.kind == .ocra && challenge == nil { continue }
+            if record.kind == .ocra {
+                guard challenge != nil else { continue }
+                if case .challengeOnly(let suite) = OCRAState(record), !suite.isSafeAtLogin {
+                    note = "token \(record.serial): OCRA suite \(suite.text) has too few challenges to be safe without a counter or time; re-enroll it (\(OCRASuite.safeChallengeRule))"
+                    continue
+                }
+            }
             let seed = try openSeed(candidate.sealedSeed, record)
+            searched = true
             let digits = record.parameters.digits
             // What the user typed: the code alone, the PIN before it, or password+code.
             let passcode: UnsafeBufferPointer<UInt8>
@@ -131,10 +156,8 @@ public struct VerificationEngine {
                 }
                 // A challenge-response token has no next code to ask for.
                 if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter, record.kind != .ocra {
-                    return Decision(result: VerifyResult(outcome: .nextCodeRequired(serial: record.serial, position: position), userHasTokens: true,
-                                                         failures: state.failures, lockedNow: false,
-                                                         note: "next code required after \(state.failures) failures"),
-                                    writes: [])
+                    return nextCodeDialogue(failures, state, now, serial: record.serial, position: position, charged: charged,
+                                            countsFailure: countsFailure, note: "next code required after \(state.failures) failures")
                 }
                 let accept = try acceptance(record, position: position, now: now)
                 if record.needsNewPIN {
@@ -157,27 +180,70 @@ public struct VerificationEngine {
                 outsideWindow = (record.serial, position)
             }
         }
-        if candidates.isEmpty { burnDecoyWork(input: input, policy: policy) }
+        // A user with no token to search costs what a one-token user's wrong code costs.
+        if !searched { Decoy.tokenWork(input: input, policy: policy, dataKey: dataKey) }
         if let outsideWindow, replayedSerial == nil {
-            // Not a failure yet: the next code decides (verifyNextCode counts it then).
-            return Decision(result: VerifyResult(outcome: .nextCodeRequired(serial: outsideWindow.serial, position: outsideWindow.position),
-                                                 userHasTokens: true, failures: state.failures, lockedNow: false,
-                                                 note: "code outside the window; asking for the next one"),
-                            writes: [])
+            return nextCodeDialogue(failures, state, now, serial: outsideWindow.serial, position: outsideWindow.position, charged: charged,
+                                    countsFailure: countsFailure, note: "code outside the window; asking for the next one")
         }
         let outcome: VerifyOutcome = replayedSerial.map { .replayed(serial: $0) } ?? .rejected
-        return failures.recordFailure(state, policy, now, outcome: outcome, hasTokens: !candidates.isEmpty, note: note,
-                                      counted: countsFailure)
+        return miss(outcome, hasTokens: !candidates.isEmpty, note: note)
+    }
+
+    /// A right code that needs the token's next code to settle it (resync band, or failures
+    /// reached `nextCodeAfter`): counted now, so that a guess that lands here and is abandoned
+    /// is not free; `verifyNextCode` settles the charge. An uncounted check (try_first_pass)
+    /// opens no dialogue: the prompt that follows gets the real attempt.
+    private func nextCodeDialogue(_ failures: FailureRow, _ state: UserState, _ now: Int64, serial: String, position: Int64,
+                                  charged: Bool, countsFailure: Bool, note: String) -> Decision<VerifyResult> {
+        guard countsFailure else {
+            return Decision(result: VerifyResult(outcome: .rejected, userHasTokens: true, failures: state.failures, lockedNow: false,
+                                                 note: note + " (not asked: uncounted check)"), writes: [])
+        }
+        let outcome = VerifyOutcome.nextCodeRequired(serial: serial, position: position)
+        if charged {
+            // Already counted when its challenge was issued.
+            return Decision(result: VerifyResult(outcome: outcome, userHasTokens: true, failures: state.failures, lockedNow: false, note: note),
+                            writes: [.setFailures(key: failures.key, expected: failures.read, to: state, at: now)])
+        }
+        let (count, write) = failures.charge(state, now)
+        return Decision(result: VerifyResult(outcome: outcome, userHasTokens: true, failures: count, lockedNow: false, note: note),
+                        writes: [write])
+    }
+
+    /// Before a login shows an OCRA challenge: the token whose suite the challenge is drawn from
+    /// (the user's first usable OCRA token), with the write that charges this attempt
+    /// (FailureRow) — so a login abandoned at the challenge counts like a wrong answer. The
+    /// caller draws the challenge and remembers it: the module in local mode, the validator in
+    /// remote mode (never the host). `.locked`: no challenge is
+    /// issued (the caller shows a throwaway one, so the prompt looks the same). Nil when the
+    /// user has no usable OCRA token (no challenge, no write).
+    public func issueChallenge(_ snapshot: VerifySnapshot, user: String, policy: VerifyPolicy, now: Int64)
+        throws(StoreError) -> Decision<ChallengeIssue>? {
+        guard let token = Self.challengeToken(among: snapshot.tokens.map { $0.record }, now: now) else { return nil }
+        let failures = FailureRow(key: user, read: snapshot.failures)
+        if failures.read.isLocked(at: now) {
+            return Decision(result: .locked(suite: token.suite), writes: failures.whileLocked(now).writes)
+        }
+        let state = failures.read.lockedUntil != 0 ? UserState.clear : failures.read
+        if let locked = failures.staleLock(state, policy, now) {
+            return Decision(result: .locked(suite: token.suite), writes: locked.writes)
+        }
+        let (_, write) = failures.charge(state, now)
+        return Decision(result: .issued(serial: token.serial, suite: token.suite), writes: [write])
     }
 
     /// The recovery code `input` names, if it is unused and right: the write that spends it.
+    /// Always one slow hash, also when no unused code starts with the same group (then against
+    /// a decoy record), so timing does not tell a guess whose first group matched.
     private func spendRecoveryCode(_ rows: [RecoveryCodeRow], user: String, input: UnsafeBufferPointer<UInt8>,
                                    now: Int64) throws(StoreError) -> StateWrite? {
         let code = input.map(RecoveryCodes.lowercased)
         let id = RecoveryCodes.id(of: code)
-        guard let row = rows.first(where: { $0.id == id }),
-              code.withUnsafeBufferPointer({ SlowHash.verify($0, against: row.hash) }) else { return nil }
-        return .spendRecoveryCode(user: user, id: id, usedAt: now)
+        let row = rows.first(where: { $0.id == id })
+        let right = code.withUnsafeBufferPointer { SlowHash.verify($0, against: row?.hash ?? Decoy.slowHashRecord) }
+        guard let row, right else { return nil }
+        return .spendRecoveryCode(user: user, id: row.id, usedAt: now)
     }
 
     func openSeed(_ sealed: [UInt8], _ record: TokenRecord) throws(StoreError) -> SecretBytes {
@@ -185,16 +251,5 @@ public struct VerificationEngine {
             throw StoreError(.corrupt, "sealed seed of token \(record.serial) (user \(record.user)) does not open: altered, moved, or sealed under another key file")
         }
         return seed
-    }
-
-    /// The HMAC work of one default TOTP token, with a throwaway key.
-    private func burnDecoyWork(input: UnsafeBufferPointer<UInt8>, policy: VerifyPolicy) {
-        let decoy = SecretBytes(count: 20)
-        var sink: UInt8 = 0
-        for step in 0...(2 * max(0, policy.window)) {
-            let code = OTP.hotp(secret: decoy, counter: UInt64(step), digits: 6, algorithm: .sha1)
-            sink ^= code.withUnsafeBufferPointer { ConstantTime.equal($0, input) } ? 1 : 0
-        }
-        _ = sink
     }
 }

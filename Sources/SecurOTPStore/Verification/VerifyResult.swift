@@ -36,3 +36,17 @@ public struct VerifyResult: Sendable, Equatable {
         self.note = note
     }
 }
+
+/// What `VerificationEngine.issueChallenge` decided before an OCRA challenge is shown.
+public enum ChallengeIssue: Sendable, Equatable {
+    /// Seconds an issued challenge may be answered in; later, the response is not checked
+    /// (the attempt stays counted).
+    public static let lifetime: Int64 = 180
+
+    /// Draw a challenge of `suite` (OCRA token `serial`'s) and show it; the answer is checked
+    /// against it (and the user's other tokens) with `charged: true`.
+    case issued(serial: String, suite: OCRASuite)
+    /// Locked: nothing was issued. Show a throwaway challenge of `suite`, so the prompt looks
+    /// the same, and let the verification answer `.locked`.
+    case locked(suite: OCRASuite)
+}
