@@ -9,6 +9,9 @@ struct LocalVerification: PasscodeCheck {
     let login: LoginContext
     private(set) var challenge: String?
     private(set) var matchedDigits: Int?
+    /// The challenge's attempt was counted when it was issued (Store.issueChallenge).
+    private var charged = false
+    private var issuedAt: Int64 = 0
 
     init(_ login: LoginContext) { self.login = login }
 
@@ -21,16 +24,29 @@ struct LocalVerification: PasscodeCheck {
 
     mutating func prepare() -> Preparation {
         do {
-            // A user with an OCRA token gets a fresh challenge in its suite's format.
-            let (hasTokens, suite) = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
-                (settings.nullok && login.known ? try store.hasActiveTokens(user: login.user) : true,
-                 login.known ? try store.ocraSuite(user: login.user, now: Int64(time(nil))) : nil)
+            let now = Int64(time(nil))
+            let issue = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) -> ChallengeIssue?? in
+                if settings.nullok, login.known, try !store.hasActiveTokens(user: login.user) { return .none }
+                // A user with an OCRA token gets a fresh challenge in its suite's format, this
+                // attempt counted before it is shown.
+                return .some(login.known ? try store.issueChallenge(user: login.user, policy: settings.policy, now: now) : nil)
             }
-            challenge = suite?.randomChallenge()
-            if !hasTokens {
+            guard let issue else {
                 session.debugLog("user \(login.shownUser) has no token; nullok: ignoring")
                 return .finish(PAM_IGNORE)
             }
+            switch issue {
+            case .issued(_, let suite)?, .locked(let suite)?:
+                guard let text = suite.randomChallenge() else {
+                    session.log(LOG_ERR, "no randomness for an OCRA challenge; denying \(login.shownUser)")
+                    return .finish(PAM_AUTHINFO_UNAVAIL)
+                }
+                challenge = text
+            case nil:
+                break
+            }
+            charged = issue != nil
+            issuedAt = now
             return .ask
         } catch {
             session.log(LOG_ERR, "token store unavailable, denying \(login.shownUser): \(error.message)")
@@ -40,9 +56,14 @@ struct LocalVerification: PasscodeCheck {
 
     mutating func check(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> Int32 {
         let now = Int64(time(nil))
+        // A challenge answered too late is not checked; its attempt stays counted.
+        let live = now - issuedAt <= ChallengeIssue.lifetime ? challenge : nil
+        if challenge != nil, live == nil {
+            session.log(LOG_NOTICE, "OCRA challenge for \(login.shownUser) answered after more than \(ChallengeIssue.lifetime) s; not checked")
+        }
         return finish(store { (store) throws(StoreError) in
             try store.verify(user: login.user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now,
-                             failureKey: failureKey, countsFailure: countsFailure, challenge: challenge)
+                             failureKey: failureKey, countsFailure: countsFailure, challenge: live, charged: charged)
         }, dialogues: 2)
     }
 

@@ -7,7 +7,6 @@ struct VerificationJob: Sendable {
     let user: String
     let input: [UInt8]
     let codeAtEnd: Bool
-    let challenge: String?
     let caller: Caller
     let continuation: CheckedContinuation<VerifyResponse?, any Error>
     /// Batches whose write this job's write lost to another node's (or batch's) verification.
@@ -68,7 +67,7 @@ extension PostgresTokenService {
                 guard let (snapshot, key) = reads[job.user] else { throw StoreError(.database, "no row was read for \(job.user)") }
                 let decision = try job.input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                     try self.engine.verify(snapshot, user: job.user, input: bytes, codeAtEnd: job.codeAtEnd, policy: self.settings.policy,
-                                           now: now, failureKey: key, challenge: job.challenge)
+                                           now: now, failureKey: key)
                 }
                 let (response, pending) = try Dialogue.respond(to: decision.result, user: job.user, host: job.caller.name,
                                                                stepsLeft: Dialogue.maxSteps, now: now)

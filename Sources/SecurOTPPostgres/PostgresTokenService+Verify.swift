@@ -10,10 +10,24 @@ extension PostgresTokenService {
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
         let now = Self.now()
-        return try await run("reading \(user)'s tokens") { connection in
+        let policy = settings.policy
+        let (response, ocra) = try await run("reading \(user)'s tokens") { connection in
             let active = try await self.tokens(user: user, connection).filter { $0.state == "active" }
-            return PreflightResponse(hasTokens: !active.isEmpty, ocraSuite: VerificationEngine.challengeSuite(among: active, now: now)?.text,
-                                     codeDigits: Preflight.codeDigits(active, now: now))
+            return (PreflightResponse(hasTokens: !active.isEmpty, codeDigits: Preflight.codeDigits(active, now: now)),
+                    VerificationEngine.challengeSuite(among: active, now: now) != nil)
+        }
+        guard ocra else { return response }
+        // A user with an OCRA token: the challenge is issued here, charged as an attempt under
+        // the user's lock, and stored for the verification that answers it.
+        return try await transaction("issuing an OCRA challenge to \(user)") { connection in
+            try await self.lock(user, connection)
+            let snapshot = VerifySnapshot(failures: try await self.failures(user, connection), tokens: try await self.activeTokens(user: user, connection))
+            guard let decision = try self.engine.issueChallenge(snapshot, user: user, policy: policy, now: now) else { return response }
+            let (offer, pending) = try Preflight.offer(decision.result, user: user, host: caller.name, now: now)
+            try await self.apply(decision.writes, challenge: pending, connection)
+            var issued = response
+            issued.ocraChallenge = offer
+            return issued
         }
     }
 
@@ -23,7 +37,8 @@ extension PostgresTokenService {
         let codeAtEnd = request.codeAtEnd ?? false
         let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
         let offlineHost = caller.kind == .host && caller.offlineCodes > 0
-        if !recovery, !offlineHost, let response = try await verifyInBatch(request, user: user, input: input, caller: caller) {
+        if !recovery, !offlineHost, request.challengeId == nil,
+           let response = try await verifyInBatch(request, user: user, input: input, caller: caller) {
             return response
         }
         return try await verifyLocked(request, user: user, input: input, recovery: recovery, caller: caller)
@@ -35,8 +50,8 @@ extension PostgresTokenService {
     private func verifyInBatch(_ request: VerifyRequest, user: String, input: [UInt8], caller: Caller) async throws(ServiceError) -> VerifyResponse? {
         do {
             return try await withCheckedThrowingContinuation { continuation in
-                let job = VerificationJob(user: user, input: input, codeAtEnd: request.codeAtEnd ?? false, challenge: request.challenge,
-                                          caller: caller, continuation: continuation)
+                let job = VerificationJob(user: user, input: input, codeAtEnd: request.codeAtEnd ?? false, caller: caller,
+                                          continuation: continuation)
                 if verificationJobs.add(job) { Task { await self.runVerificationBatches() } }
             }
         } catch {
@@ -44,8 +59,9 @@ extension PostgresTokenService {
         }
     }
 
-    /// Recovery codes, hosts that keep offline codes, and verifications that lost the race
-    /// above too often: read, decide and write in one transaction under the user's advisory lock.
+    /// Recovery codes, hosts that keep offline codes, answers to OCRA challenges and
+    /// verifications that lost the race above too often: read, decide and write in one
+    /// transaction under the user's advisory lock.
     private func verifyLocked(_ request: VerifyRequest, user: String, input: [UInt8], recovery: Bool,
                               caller: Caller) async throws(ServiceError) -> VerifyResponse {
         let policy = settings.policy
@@ -53,6 +69,11 @@ extension PostgresTokenService {
         return try await transaction("verifying a passcode of \(user)") { connection in
             let now = Self.now()
             let key = try await self.lockUser(user, connection)
+            var ocra: (challenge: String?, charged: Bool) = (nil, false)
+            if let id = request.challengeId {
+                let pending = try await self.takeChallenge(id: id, user: user, host: caller.name, now: now, connection)
+                ocra = Preflight.ocraChallenge(pending, tokens: pending == nil ? [] : try await self.tokens(user: user, connection))
+            }
             var snapshot = VerifySnapshot(failures: try await self.failures(key ?? user, connection))
             if recovery {
                 snapshot.recoveryCodes = try await self.unusedRecoveryCodes(user: user, connection)
@@ -80,7 +101,7 @@ extension PostgresTokenService {
             } else {
                 decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                     try self.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                           failureKey: key, challenge: request.challenge)
+                                           failureKey: key, challenge: ocra.challenge, charged: ocra.charged)
                 }
                 try await self.apply(decision.writes, connection)
                 if case .accepted(let serial, _) = decision.result.outcome {
@@ -152,6 +173,8 @@ extension PostgresTokenService {
             decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                 try engine.verify(snapshot, user: user, input: bytes, codeAtEnd: false, policy: policy, now: now)
             }
+        case .ocra:
+            return Dialogue.unknownChallenge
         }
         let (response, next) = try Dialogue.respond(to: decision.result, user: user, host: pending.host, stepsLeft: pending.remaining, now: now)
         try await apply(decision.writes, challenge: next, connection)

@@ -21,6 +21,8 @@ struct RemoteVerification: PasscodeCheck {
     let login: LoginContext
     private var client: ValidatorClient?
     private(set) var challenge: String?
+    /// The validator's id of `challenge`, sent back with the passcode.
+    private var challengeID: String?
     private(set) var matchedDigits: Int?
     /// How many trailing characters of a forward_pass answer are sent: the longest code of the
     /// user's tokens. Never more: the password stays on this host.
@@ -69,12 +71,11 @@ struct RemoteVerification: PasscodeCheck {
             return .finish(PAM_IGNORE)
         }
         var lengths = preflight.codeDigits
-        if login.known, let text = preflight.ocraSuite {
-            guard let suite = try? OCRASuite(text) else {
-                return skipOrFinish(failed(.unavailable("unusable OCRA suite in the preflight answer"), during: "preflight"))
-            }
-            challenge = suite.randomChallenge()
-            lengths.append(suite.digits)
+        // The validator issued (and remembers) the challenge; this host only shows it.
+        if login.known, let offer = preflight.ocraChallenge {
+            challenge = offer.challenge
+            challengeID = offer.id
+            lengths.append(offer.digits)
         }
         codeLength = lengths.filter { $0 > 0 }.max() ?? 6
         return .ask
@@ -95,7 +96,7 @@ struct RemoteVerification: PasscodeCheck {
         let passcode = forward ? UnsafeBufferPointer(rebasing: input[max(0, input.count - codeLength)...]) : input
         var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "passcode", value: .secret(passcode))]
         if forward { fields.append((key: "code_at_end", value: .bool(true))) }
-        if let challenge { fields.append((key: "challenge", value: .text(challenge))) }
+        if let challengeID { fields.append((key: "challenge_id", value: .text(challengeID))) }
         // Offline codes used since the last online login: the validator withdraws them first.
         let reported = offline.pendingUsage()
         if !reported.isEmpty {

@@ -3,8 +3,16 @@ import SecurOTPStore
 
 /// `POST /v1/preflight`'s answer (docs/api/openapi.yaml, PreflightResponse).
 struct PreflightAnswer {
+    /// An OCRA challenge the validator issued for this login: shown in the prompt, its id sent
+    /// back with the passcode.
+    struct OCRAChallenge {
+        let id: String
+        let challenge: String
+        let digits: Int
+    }
+
     let hasTokens: Bool
-    let ocraSuite: String?
+    let ocraChallenge: OCRAChallenge?
     /// Digits of the user's tokens (OCRA excepted), for forward_pass.
     let codeDigits: [Int]
 
@@ -15,9 +23,17 @@ struct PreflightAnswer {
             guard let value = item.integer, (1...10).contains(value) else { return nil }
             codeDigits.append(Int(value))
         }
-        guard let suite = ValidatorText.optionalString(json, "ocra_suite") else { return nil }
+        if let offer = json["ocra_challenge"], offer != .null {
+            // The challenge goes into the prompt: 4–64 letters and digits, nothing else.
+            guard let id = offer["id"]?.string, ValidatorText.isChallengeID(id),
+                  let challenge = offer["challenge"]?.string, (4...64).contains(challenge.utf8.count),
+                  challenge.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) }),
+                  let digits = offer["digits"]?.integer, (4...10).contains(digits) else { return nil }
+            ocraChallenge = OCRAChallenge(id: id, challenge: challenge, digits: Int(digits))
+        } else {
+            ocraChallenge = nil
+        }
         self.hasTokens = hasTokens
-        self.ocraSuite = suite
         self.codeDigits = codeDigits
     }
 }

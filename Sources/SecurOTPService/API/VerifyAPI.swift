@@ -13,17 +13,35 @@ public struct PreflightResponse: Codable, Sendable, Equatable {
     /// The user has at least one active token (or recovery codes count as none: `nullok`
     /// looks at tokens only, as the local module does).
     public var hasTokens: Bool
-    /// Set when the user has an OCRA token: the host shows a fresh challenge in this suite's
-    /// format and sends it back with the passcode.
-    public var ocraSuite: String?
+    /// Set when the user has an OCRA token: the challenge the validator issued (and counted
+    /// as an attempt) for this login. The host shows it and sends its id with the passcode;
+    /// a host never chooses a challenge.
+    public var ocraChallenge: OCRAChallengeOffer?
     /// The digits of the user's active tokens, for `forward_pass` (password+code in one
     /// answer): the host sends only the trailing code, never the password.
     public var codeDigits: [Int]
 
-    public init(hasTokens: Bool, ocraSuite: String?, codeDigits: [Int]) {
+    public init(hasTokens: Bool, ocraChallenge: OCRAChallengeOffer? = nil, codeDigits: [Int]) {
         self.hasTokens = hasTokens
-        self.ocraSuite = ocraSuite
+        self.ocraChallenge = ocraChallenge
         self.codeDigits = codeDigits
+    }
+}
+
+/// An OCRA challenge issued by the validator: single-use, bound to the user and the host,
+/// expiring after `ChallengeIssue.lifetime` seconds.
+public struct OCRAChallengeOffer: Codable, Sendable, Equatable {
+    /// Sent back as `challenge_id` with the passcode.
+    public var id: String
+    /// What the user's token is given (digits, letters or hex digits).
+    public var challenge: String
+    /// The response's length, for `forward_pass`.
+    public var digits: Int
+
+    public init(id: String, challenge: String, digits: Int) {
+        self.id = id
+        self.challenge = challenge
+        self.digits = digits
     }
 }
 
@@ -34,17 +52,17 @@ public struct VerifyRequest: Codable, Sendable, Equatable {
     /// The passcode is the end of a longer answer (`forward_pass`): each token's code is
     /// taken from its last digits.
     public var codeAtEnd: Bool?
-    /// The OCRA challenge the host showed, if any.
-    public var challenge: String?
+    /// The id of the OCRA challenge the preflight issued and the host showed, if any.
+    public var challengeId: String?
     /// Offline codes this host used while the validator was unreachable: per serial, the
     /// first counter it has not used. They are withdrawn before the passcode is checked.
     public var offlineUsed: [OfflineUsage]?
 
-    public init(user: String, passcode: String, codeAtEnd: Bool? = nil, challenge: String? = nil, offlineUsed: [OfflineUsage]? = nil) {
+    public init(user: String, passcode: String, codeAtEnd: Bool? = nil, challengeId: String? = nil, offlineUsed: [OfflineUsage]? = nil) {
         self.user = user
         self.passcode = passcode
         self.codeAtEnd = codeAtEnd
-        self.challenge = challenge
+        self.challengeId = challengeId
         self.offlineUsed = offlineUsed
     }
 }
@@ -118,6 +136,10 @@ public enum ChallengeKind: String, Codable, Sendable, Equatable {
     case newPIN = "new_pin"
     /// Send a passcode made with the PIN just set.
     case passcode
+    /// An OCRA challenge issued by a preflight: answered with the passcode through
+    /// `/v1/verify` (`challenge_id`), never through `/v1/verify/answer`; never sent to a host
+    /// as a dialogue step.
+    case ocra
 }
 
 public struct ChallengeInfo: Codable, Sendable, Equatable {

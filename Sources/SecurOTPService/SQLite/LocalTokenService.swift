@@ -52,10 +52,16 @@ public final class LocalTokenService: TokenService {
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
         let now = Self.now()
-        return try await run { (store, _) throws(StoreError) in
+        let policy = settings.policy
+        return try await run { (store, tables) throws(StoreError) in
             let active = try store.tokens(user: user).filter { $0.state == "active" }
-            return PreflightResponse(hasTokens: !active.isEmpty, ocraSuite: try store.ocraSuite(user: user, now: now)?.text,
-                                     codeDigits: Preflight.codeDigits(active, now: now))
+            var response = PreflightResponse(hasTokens: !active.isEmpty, codeDigits: Preflight.codeDigits(active, now: now))
+            if let issue = try store.issueChallenge(user: user, policy: policy, now: now) {
+                let (offer, pending) = try Preflight.offer(issue, user: user, host: caller.name, now: now)
+                if let pending { try tables.insert(pending) }
+                response.ocraChallenge = offer
+            }
+            return response
         }
     }
 
@@ -68,16 +74,17 @@ public final class LocalTokenService: TokenService {
             let response = try Self.storeCall { () throws(StoreError) -> VerifyResponse in
                 let key = try Self.failureKey(store, user: user)
                 let codeAtEnd = request.codeAtEnd ?? false
+                let ocra = try Self.ocraChallenge(request, store, tables, user: user, caller: caller, now: now)
                 let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
                 let result: VerifyResult
                 var offline: OfflineCodes?
                 if caller.kind == .host, caller.offlineCodes > 0, !recovery {
                     (result, offline) = try Self.verifyOffering(store, tables, request, input: input, caller: caller, failureKey: key,
-                                                                policy: policy, now: now)
+                                                                ocra: ocra, policy: policy, now: now)
                 } else {
                     result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                         try store.verify(user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                         failureKey: key, challenge: request.challenge)
+                                         failureKey: key, challenge: ocra.challenge, charged: ocra.charged)
                     }
                 }
                 var (response, pending) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
@@ -120,6 +127,8 @@ public final class LocalTokenService: TokenService {
                     }
                     if let next { try tables.insert(next) }
                     return response
+                case .ocra:
+                    return Dialogue.unknownChallenge
                 }
                 let (response, next) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: pending.remaining, now: now)
                 if let next { try tables.insert(next) }
@@ -136,7 +145,8 @@ public final class LocalTokenService: TokenService {
     /// Verification for a host that holds offline codes: what it used offline is withdrawn
     /// first, its reserved codes count as its own, and an accepted HOTP login refills its codes.
     private static func verifyOffering(_ store: Store, _ tables: AccessTables, _ request: VerifyRequest, input: [UInt8], caller: Caller,
-                                       failureKey: String?, policy: VerifyPolicy, now: Int64) throws(StoreError) -> (VerifyResult, OfflineCodes?) {
+                                       failureKey: String?, ocra: (challenge: String?, charged: Bool), policy: VerifyPolicy,
+                                       now: Int64) throws(StoreError) -> (VerifyResult, OfflineCodes?) {
         let user = request.user
         try tables.withdraw(host: caller.name, user: user, usage: request.offlineUsed ?? [])
         let reservations = try tables.reservations(host: caller.name, user: user)
@@ -156,7 +166,7 @@ public final class LocalTokenService: TokenService {
         } else {
             let decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                 try store.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                        failureKey: failureKey, challenge: request.challenge)
+                                        failureKey: failureKey, challenge: ocra.challenge, charged: ocra.charged)
             }
             try store.apply(decision.writes)
             result = decision.result
@@ -177,6 +187,15 @@ public final class LocalTokenService: TokenService {
         try tables.save(host: caller.name, user: user, refill.reservation)
         if let write = refill.counterWrite { try store.apply([write]) }
         return (result, refill.codes)
+    }
+
+    /// The OCRA challenge a verification answers: the one its preflight issued to this host
+    /// (`challenge_id`), taken so that it is answered once (Preflight.ocraChallenge).
+    private static func ocraChallenge(_ request: VerifyRequest, _ store: Store, _ tables: AccessTables, user: String, caller: Caller,
+                                      now: Int64) throws(StoreError) -> (challenge: String?, charged: Bool) {
+        guard let id = request.challengeId else { return (nil, false) }
+        let pending = try tables.take(id: id, user: user, host: caller.name, now: now)
+        return Preflight.ocraChallenge(pending, tokens: pending == nil ? [] : try store.tokens(user: user))
     }
 
     /// Failures are counted on the user's own row when the store knows the user; names it

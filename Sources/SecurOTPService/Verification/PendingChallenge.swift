@@ -49,6 +49,9 @@ public struct PendingChallenge: Sendable, Equatable {
                           expiresIn: Int(Self.lifetime))
         case .passcode:
             ChallengeInfo(id: id, kind: kind, prompt: DialogueText.pinSet(pinMode), expiresIn: Int(Self.lifetime))
+        case .ocra:
+            // Never a dialogue step: the preflight hands it out as an OCRAChallengeOffer.
+            ChallengeInfo(id: id, kind: kind, prompt: "", expiresIn: Int(ChallengeIssue.lifetime))
         }
     }
 }
