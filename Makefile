@@ -13,7 +13,7 @@ MODULE = $(CURDIR)/.build/embedded/pam_securotp.so
 # Fuzzing: every parser's libFuzzer harness for FUZZ_SECONDS each (fuzz/README.md).
 FUZZ_SECONDS ?= 20
 
-.PHONY: all build demo test bench bench-validator fuzz install uninstall clean
+.PHONY: all build demo test bench bench-timing bench-validator fuzz install uninstall clean
 
 all: build
 
@@ -47,6 +47,12 @@ bench:
 	scripts/install-deps.sh bench
 	$(MAKE) --no-print-directory build
 	SECUROTP_MODULE="$(MODULE)" bench/pam/run.sh
+
+# What a refused login costs per kind of user (token, none, unknown, locked, recovery-code guesses).
+bench-timing:
+	scripts/install-deps.sh build
+	$(MAKE) --no-print-directory build
+	SECUROTP_MODULE="$(MODULE)" SECUROTP_CLI="$(BIN)/securotp" bench/pam/user-timing.sh
 
 # securotpd (SQLite and PostgreSQL) vs privacyIDEA over HTTP on loopback (bench/README.md).
 # privacyIDEA comes from PyPI into a venv under bench/validator/out/.

@@ -20,6 +20,9 @@
  *                  benchmark so that every code comes from the same implementation);
  *   --stats FILE   summarizes column --column K (default 1) of a file of numbers:
  *                  "n=.. median=.. mean=.. p99=.. min=.. max=.. stddev=..".
+ *   --wrong CODE   answers every prompt with CODE and requires every authentication to fail
+ *                  with PAM_AUTH_ERR (no --key-hex or --counter): the cost of a refusal, for
+ *                  comparing kinds of users (bench/pam/user-timing.sh).
  *
  * Build: cc -O2 -Wall -Wextra -o pam-bench pam-bench.c -lpam -lcrypto -lm
  */
@@ -57,6 +60,8 @@ static void usage(FILE *to) {
     fputs("usage: pam-bench --confdir DIR --service NAME --user USER --key-hex HEX\n"
           "                 --counter START --iterations N [--warmup W] [--digits D]\n"
           "                 [--label NAME] [--samples FILE] [--require-prompt] [--verbose]\n"
+          "       pam-bench --confdir DIR --service NAME --user USER --wrong CODE --iterations N\n"
+          "                 [--warmup W] [--label NAME] [--samples FILE]\n"
           "       pam-bench --print-code --key-hex HEX --counter C [--digits D]\n"
           "       pam-bench --stats FILE [--column K]\n",
           to);
@@ -232,12 +237,12 @@ static int stats_mode(const char *file, unsigned long column) {
 
 int main(int argc, char **argv) {
     const char *confdir = NULL, *service = NULL, *user = NULL, *key_hex = NULL;
-    const char *label = NULL, *samples_file = NULL, *stats_file = NULL;
+    const char *label = NULL, *samples_file = NULL, *stats_file = NULL, *wrong = NULL;
     unsigned long counter = 0, iterations = 0, warmup = 0, digits = 6, column = 1;
     int have_counter = 0, print_code = 0, verbose = 0, require_prompt = 0;
 
     enum { O_CONFDIR = 256, O_SERVICE, O_USER, O_KEY, O_COUNTER, O_ITER, O_WARMUP, O_DIGITS,
-           O_LABEL, O_SAMPLES, O_PRINT, O_STATS, O_COLUMN, O_REQPROMPT, O_VERBOSE, O_HELP };
+           O_LABEL, O_SAMPLES, O_PRINT, O_STATS, O_COLUMN, O_REQPROMPT, O_VERBOSE, O_HELP, O_WRONG };
     static const struct option opts[] = {
         {"confdir", required_argument, NULL, O_CONFDIR},
         {"service", required_argument, NULL, O_SERVICE},
@@ -254,6 +259,7 @@ int main(int argc, char **argv) {
         {"column", required_argument, NULL, O_COLUMN},
         {"require-prompt", no_argument, NULL, O_REQPROMPT},
         {"verbose", no_argument, NULL, O_VERBOSE},
+        {"wrong", required_argument, NULL, O_WRONG},
         {"help", no_argument, NULL, O_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -275,6 +281,7 @@ int main(int argc, char **argv) {
         case O_COLUMN: column = parse_ulong("--column", optarg); break;
         case O_REQPROMPT: require_prompt = 1; break;
         case O_VERBOSE: verbose = 1; break;
+        case O_WRONG: wrong = optarg; break;
         case O_HELP: usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -287,6 +294,12 @@ int main(int argc, char **argv) {
         if (column == 0)
             die("--column counts from 1");
         return stats_mode(stats_file, column);
+    }
+    if (wrong) {
+        if (strlen(wrong) >= CODE_LEN)
+            die("--wrong takes a code of at most %d characters", CODE_LEN - 1);
+        key_hex = "00";
+        have_counter = 1;
     }
     if (!key_hex || !have_counter) {
         usage(stderr);
@@ -327,8 +340,12 @@ int main(int argc, char **argv) {
     double *cycle_us = malloc(iterations * sizeof *cycle_us);
     if (!codes || !auth_us || !cycle_us)
         die("out of memory");
-    for (size_t i = 0; i < total; i++)
-        hotp(key, key_len, (uint64_t)counter + i, (int)digits, codes[i]);
+    for (size_t i = 0; i < total; i++) {
+        if (wrong)
+            snprintf(codes[i], CODE_LEN, "%s", wrong);
+        else
+            hotp(key, key_len, (uint64_t)counter + i, (int)digits, codes[i]);
+    }
 
     struct conv_state st = {.verbose = verbose};
     struct pam_conv conv = {conversation, &st};
@@ -350,7 +367,7 @@ int main(int argc, char **argv) {
         rc = pam_end(pamh, arc);
         double t3 = now_us();
 
-        if (arc != PAM_SUCCESS)
+        if (wrong ? arc != PAM_AUTH_ERR : arc != PAM_SUCCESS)
             die("[%s] authentication %zu (counter %" PRIu64 ", code %s) failed: %s%s%s",
                 label, i, (uint64_t)counter + i, codes[i], pam_strerror(NULL, arc),
                 st.last_msg[0] ? "; module said: " : "", st.last_msg);
