@@ -45,7 +45,7 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
     router.add(middleware: ErrorEnvelopeMiddleware())
     SystemRoutes(service: service, metrics: metrics, metricsEnabled: configuration.metrics).add(to: router)
     HostRoutes(service: service, limits: limits, metrics: metrics)
-        .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
+        .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
     AdminRoutes(service: service)
         .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .admin, limits: limits, metrics: metrics)))
     return router

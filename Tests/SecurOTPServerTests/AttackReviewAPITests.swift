@@ -8,6 +8,41 @@ import Testing
 /// metrics and the exact version for anyone who can reach the port.
 @Suite("Validator API: attack review")
 struct AttackReviewAPITests {
+    /// A host that may verify erin only; returns its credential.
+    static func kiosk(_ client: APIClient, _ fixture: ValidatorFixture) async throws -> String {
+        let created = try await client.call(.post, "/v1/hosts", ["name": "kiosk", "users": ["erin"]], bearer: fixture.admin)
+        return try #require(created.string("credential"), "\(created.text)")
+    }
+
+    @Test("Hostile user names: refused before the audit log, recorded as a short escaped excerpt; bodies are bounded",
+          arguments: Backend.allCases)
+    func hostileNames(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let kiosk = try await Self.kiosk(client, fixture)
+            let hostile = "\u{1b}]0;owned\u{07}\u{1b}[31m\u{202e}root\nFAKE"
+            for bearer in [kiosk, fixture.host] {
+                let answer = try await client.call(.post, "/v1/preflight", ["user": hostile], bearer: bearer)
+                #expect(answer.status == 400, "\(answer.text)")
+                #expect(!answer.text.contains("\\u001b") && !answer.text.contains("\u{202e}"), "the error echoes the raw name: \(answer.text)")
+            }
+            let big = try await client.call(.post, "/v1/verify", ["user": String(repeating: "a", count: 1_000_000), "passcode": "1"], bearer: kiosk)
+            #expect(big.status == 413, "a host request body is bounded: \(big.status) \(big.text.prefix(200))")
+            let audit = try await client.call(.get, "/v1/audit?limit=100", bearer: fixture.admin)
+            let entries = try #require(audit["entries"] as? [[String: Any]])
+            #expect(!entries.isEmpty, "invalid names are audited: \(audit.text)")
+            for entry in entries {
+                for (key, value) in entry {
+                    guard let text = value as? String else { continue }
+                    #expect(text.utf8.count <= 512, "\(key): \(text.utf8.count) bytes")
+                    #expect(!text.unicodeScalars.contains { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) || $0.value == 0x202e },
+                            "\(key) holds a control character: \(text.debugDescription)")
+                }
+            }
+            #expect(audit.text.utf8.count < 8 * 1024, "\(audit.text.utf8.count) bytes")
+        }
+    }
+
     @Test("Logs escape what callers sent: controls, DEL, C1 and bidi controls become visible escapes")
     func logfmtEscapes() {
         let quoted = LogfmtHandler.quote("/v1/\u{1b}[31m\u{9b}2J\u{7f}\u{202e}\u{2066}x")

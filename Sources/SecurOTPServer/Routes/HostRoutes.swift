@@ -26,13 +26,18 @@ struct HostRoutes {
         }
     }
 
-    /// The host may ask about this user (audited when not), and the user is under its rate.
+    /// The user name is valid (an invalid one is audited as an excerpt, then refused), the
+    /// host may ask about this user (audited when not), and the user is under its rate.
     private func admit(_ user: String, context: ValidatorRequestContext, action: String, countsAgainstUser: Bool) async throws -> Caller {
         let caller = try context.requireCaller()
+        do throws(ServiceError) {
+            _ = try RequestRules.user(user)
+        } catch {
+            await audit(caller, action, user: user, result: "error", detail: "invalid user name")
+            throw error
+        }
         guard HostScope.allows(caller, user: user) else {
-            await service.record(AuditEntry(time: Int64(Date.now.timeIntervalSince1970), actorKind: caller.kind.rawValue, actor: caller.name,
-                                            address: caller.address, action: action, user: user, serial: "", result: "denied",
-                                            detail: "user outside the host's users and groups"))
+            await audit(caller, action, user: user, result: "denied", detail: "user outside the host's users and groups")
             try HostScope.check(caller, user: user)
             return caller
         }
@@ -41,6 +46,11 @@ struct HostRoutes {
             throw ServiceError(.rateLimited, "too many verifications for \(user) right now; wait a minute")
         }
         return caller
+    }
+
+    private func audit(_ caller: Caller, _ action: String, user: String, result: String, detail: String) async {
+        await service.record(AuditEntry(time: Int64(Date.now.timeIntervalSince1970), actorKind: caller.kind.rawValue, actor: caller.name,
+                                        address: caller.address, action: action, user: user, serial: "", result: result, detail: detail))
     }
 
     private func counted(_ response: VerifyResponse) -> VerifyResponse {

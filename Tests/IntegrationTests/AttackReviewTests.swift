@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+
+/// What an attacker's review (issue 12) found, held through the real module and a real
+/// securotpd: a host's scope is not observable at the login prompt, and what a host sends
+/// cannot reach an admin's terminal or fill the validator's disk.
+@Suite("Attack review: host scope and audit log")
+struct AttackReviewTests {
+    /// A validator whose host may verify root (enrolled) and daemon (no token); bin is
+    /// enrolled but outside the host's users, and the last user exists nowhere.
+    private static let inScope = "root", noToken = "daemon", outOfScope = "bin", unknown = "securotp-no-such-user"
+
+    @Test("Hostile user names from a host: bounded, escaped audit rows; the remote audit view and its table still work")
+    func auditInjection() throws {
+        let world = try RemoteWorld(hostUsers: Self.inScope)
+        let validator = try world.start()
+        let adminFile = world.box.path("admin.cred")
+        #expect(try world.cli(["admin", "add", "ops", "--output", adminFile]).status == 0)
+        let hostCredential = try String(contentsOfFile: world.credential, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let escape = "\u{1b}]0;pwned\u{07}\u{1b}[2J\u{1b}[31mroot\nFAKE audit line\u{202e}"
+        let huge = String(repeating: "\u{1b}[5m", count: 200_000)
+        for (index, name) in [escape, huge, huge, huge].enumerated() {
+            let body = world.box.path("body-\(index).json")
+            let json = try JSONSerialization.data(withJSONObject: ["user": name])
+            try json.write(to: URL(fileURLWithPath: body))
+            let answer = try Run.run("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-w", "%{http_code}", "--cacert", world.pki.caFile,
+                                                       "-H", "Authorization: Bearer \(hostCredential)", "-H", "Content-Type: application/json",
+                                                       "--data-binary", "@\(body)", validator.url + "/v1/preflight"])
+            #expect(answer.status == 0 && ["400", "413"].contains(answer.stdout), "a hostile name is refused: \(answer)")
+        }
+        let remote = ["--server", validator.url, "--credential", adminFile, "--ca-file", world.pki.caFile]
+        let json = try world.box.cli(remote + ["audit", "--limit", "10000", "--format", "json"])
+        #expect(json.status == 0, "the remote audit view works whatever a host sent: \(json.stderr.prefix(400))")
+        #expect(json.stdout.utf8.count < 64 * 1024, "audit rows are bounded: \(json.stdout.utf8.count) bytes")
+        let rows = (try? JSONSerialization.jsonObject(with: Data(json.stdout.utf8))) as? [[String: Any]] ?? []
+        for row in rows {
+            for (key, value) in row {
+                guard let text = value as? String else { continue }
+                #expect(text.utf8.count <= 1024, "\(key) is \(text.utf8.count) bytes")
+                #expect(!text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7f || $0.value == 0x202e }, "\(key) holds a control: \(text.debugDescription)")
+            }
+        }
+        let table = try world.box.cli(remote + ["audit"])
+        #expect(table.status == 0, "\(table.stderr.prefix(400))")
+        #expect(!table.stdout.unicodeScalars.contains { $0.value == 0x1b || $0.value == 0x07 || $0.value == 0x202e },
+                "raw control characters reach the terminal: \(table.stdout.prefix(2000).debugDescription)")
+        #expect(!table.lines.contains { $0.hasPrefix("FAKE") }, "a name cannot start a line of its own: \(table.stdout.prefix(2000).debugDescription)")
+    }
+}
