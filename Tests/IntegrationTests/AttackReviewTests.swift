@@ -10,6 +10,42 @@ struct AttackReviewTests {
     /// enrolled but outside the host's users, and the last user exists nowhere.
     private static let inScope = "root", noToken = "daemon", outOfScope = "bin", unknown = "securotp-no-such-user"
 
+    @Test("Out-of-scope, unknown and no-token users see the enrolled user's prompts and fail after answering",
+          arguments: [false, true])
+    func scopeIsNotObservable(forwardPass: Bool) throws {
+        let world = try RemoteWorld(hostUsers: "\(Self.inScope),\(Self.noToken)")
+        let token = try world.enroll(Self.inScope, ["--hotp"])
+        _ = try world.enroll(Self.outOfScope, ["--hotp"])
+        let validator = try world.start()
+        let options = forwardPass ? ["forward_pass"] : []
+        let service = try world.service(forwardPass ? "scope-forward" : "scope", validator, options)
+        let prefix = forwardPass ? "pass word" : ""
+        let enrolled = try world.box.login(service, Self.inScope, [prefix + (try Oath.wrongHOTP(token.secret))])
+        #expect(enrolled.status == PAM.authError, "\(enrolled)")
+        #expect(enrolled.prompts == [forwardPass ? PAM.forwardPassPrompt : PAM.defaultPrompt], "\(enrolled)")
+        for user in [Self.outOfScope, Self.unknown, Self.noToken] {
+            let login = try world.box.login(service, user, [prefix + "123456"])
+            #expect(login.status == PAM.authError, "\(user): \(login)")
+            #expect(login.conversation == enrolled.conversation, "\(user) sees another conversation than an enrolled user:\n\(login)\n\(enrolled)")
+        }
+        let own = try world.box.login(service, Self.inScope, [prefix + (try Oath.hotp(token.secret, counter: 0))])
+        #expect(own.status == PAM.success, "\(own)")
+    }
+
+    @Test("nullok never waves an out-of-scope user through: prompted and refused like an enrolled user")
+    func scopeWithNullok() throws {
+        let world = try RemoteWorld(hostUsers: Self.inScope)
+        _ = try world.enroll(Self.inScope, ["--hotp"])
+        _ = try world.enroll(Self.outOfScope, ["--hotp"])
+        let validator = try world.start()
+        let probe = try world.ignoreProbe("scope-nullok", world.arguments(validator.url, ["nullok"]))
+        for user in [Self.outOfScope, Self.noToken] {
+            let login = try world.box.login(probe, user, ["123456"])
+            #expect(login.status == PAM.authError, "\(user) outside the host's users: \(login)")
+            #expect(login.prompts == [PAM.defaultPrompt], "\(user): \(login)")
+        }
+    }
+
     @Test("Hostile user names from a host: bounded, escaped audit rows; the remote audit view and its table still work")
     func auditInjection() throws {
         let world = try RemoteWorld(hostUsers: Self.inScope)

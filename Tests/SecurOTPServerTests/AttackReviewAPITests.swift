@@ -14,6 +14,31 @@ struct AttackReviewAPITests {
         return try #require(created.string("credential"), "\(created.text)")
     }
 
+    @Test("Out of a host's scope: preflight answers as for an enrolled user, verify rejects like a wrong code, both audited",
+          arguments: Backend.allCases)
+    func scopeLooksLikeAWrongCode(backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let kiosk = try await Self.kiosk(client, fixture)
+            _ = try await HostAPITests.enroll(client, fixture, "erin")
+            let (frankSecret, _) = try await HostAPITests.enroll(client, fixture, "frank")
+            let own = try await client.call(.post, "/v1/preflight", ["user": "erin"], bearer: kiosk)
+            for user in ["frank", "nobody-here"] {
+                let preflight = try await client.call(.post, "/v1/preflight", ["user": user], bearer: kiosk)
+                #expect(preflight.status == 200 && preflight.text == own.text, "\(user): \(preflight.text) vs \(own.text)")
+                let verify = try await client.call(.post, "/v1/verify", ["user": user, "passcode": "123456"], bearer: kiosk)
+                #expect(verify.status == 200 && verify.string("result") == "reject", "\(user): \(verify.text)")
+                #expect(verify["failures"] == nil && verify["info"] == nil && verify["error"] == nil, "\(verify.text)")
+            }
+            let audit = try await client.call(.get, "/v1/audit?user=frank", bearer: fixture.admin)
+            let entries = try #require(audit["entries"] as? [[String: Any]])
+            #expect(entries.filter { $0["result"] as? String == "denied" && $0["actor"] as? String == "kiosk" }.count == 2, "\(audit.text)")
+            for _ in 1...6 { try await client.call(.post, "/v1/verify", ["user": "frank", "passcode": "000000"], bearer: kiosk) }
+            let unscoped = try await client.call(.post, "/v1/verify", ["user": "frank", "passcode": Codes.totp(frankSecret)], bearer: fixture.host)
+            #expect(unscoped.string("result") == "accept", "an out-of-scope host cannot lock a user out: \(unscoped.text)")
+        }
+    }
+
     @Test("Hostile user names: refused before the audit log, recorded as a short escaped excerpt; bodies are bounded",
           arguments: Backend.allCases)
     func hostileNames(backend: Backend) async throws {
