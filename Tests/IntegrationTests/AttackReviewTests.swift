@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 
 /// What an attacker's review (issue 12) found, held through the real module and a real
@@ -81,5 +82,29 @@ struct AttackReviewTests {
         #expect(!table.stdout.unicodeScalars.contains { $0.value == 0x1b || $0.value == 0x07 || $0.value == 0x202e },
                 "raw control characters reach the terminal: \(table.stdout.prefix(2000).debugDescription)")
         #expect(!table.lines.contains { $0.hasPrefix("FAKE") }, "a name cannot start a line of its own: \(table.stdout.prefix(2000).debugDescription)")
+    }
+
+    @Test("securotpd serves metrics on metrics_listen only, and health without a credential names no version")
+    func metricsListener() throws {
+        let world = try RemoteWorld()
+        let validator = try world.start()
+        var line: Substring?
+        for _ in 0..<500 where line == nil {
+            line = validator.child.errorOutput.split(separator: "\n").first { $0.contains("metrics listening") }
+            if line == nil { usleep(20_000) }
+        }
+        let field = try #require(line?.split(separator: " ").first { $0.hasPrefix("metrics_listen=") }, "\(validator.child.errorOutput)")
+        let metricsAddress = field.dropFirst("metrics_listen=".count).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+        #expect(metricsAddress != validator.boundAddress)
+        func get(_ url: String) throws -> ProcessResult {
+            try Run.run("/usr/bin/curl", ["-sS", "--cacert", world.pki.caFile, "-w", "\n%{http_code}", url])
+        }
+        let onAPI = try get(validator.url + "/metrics")
+        #expect(onAPI.lines.last == "404", "\(onAPI)")
+        let health = try get(validator.url + "/v1/health")
+        #expect(health.lines.last == "200" && health.stdout.contains(#""status":"ok""#), "\(health)")
+        #expect(!health.stdout.contains("version") && !health.stdout.contains("store"), "\(health)")
+        let metrics = try get("http://\(metricsAddress)/metrics")
+        #expect(metrics.lines.last == "200" && metrics.stdout.contains("securotpd_requests_total"), "the API's requests are counted: \(metrics)")
     }
 }

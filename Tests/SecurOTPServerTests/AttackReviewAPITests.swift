@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 @testable import SecurOTPServer
+import SecurOTPService
 import Testing
 
 /// What an attacker's review (issue 12) found in the validator's API: a host's scope told
@@ -74,5 +75,46 @@ struct AttackReviewAPITests {
         #expect(!quoted.unicodeScalars.contains { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) || $0.value == 0x202e || $0.value == 0x2066 },
                 "\(quoted.debugDescription)")
         #expect(quoted.contains("\\x1b") && quoted.contains("\\u{202e}"), "\(quoted)")
+    }
+
+    @Test("Health without a credential: status only; with an admin credential: version and store")
+    func healthHidesVersion() async throws {
+        let fixture = try await ValidatorFixture.make(.sqlite)
+        try await fixture.withClient { client in
+            let anonymous = try await client.call(.get, "/v1/health")
+            #expect(anonymous.status == 200 && anonymous.string("status") == "ok", "\(anonymous.text)")
+            #expect(anonymous["version"] == nil && anonymous["store"] == nil, "\(anonymous.text)")
+            let admin = try await client.call(.get, "/v1/health", bearer: fixture.admin)
+            #expect(admin.string("version") != nil && admin.string("store") == "sqlite", "\(admin.text)")
+            let host = try await client.call(.get, "/v1/health", bearer: fixture.host)
+            #expect(host["version"] == nil, "\(host.text)")
+        }
+    }
+
+    @Test("Metrics are not served on the API listener by default")
+    func metricsNotOnAPI() async throws {
+        let fixture = try await ValidatorFixture.make(.sqlite)
+        try await fixture.withClient { client in
+            let response = try await client.client.execute(uri: "/metrics", method: .get, headers: [:], body: nil)
+            #expect(response.status == .notFound, "\(response.status)")
+        }
+    }
+
+    @Test("metrics_listen: loopback by default, an address of its own, or no; metrics = no still turns metrics off")
+    func metricsListenSetting() throws {
+        var configuration = DaemonConfiguration()
+        #expect(configuration.servedMetricsListen == .tcp(host: "127.0.0.1", port: 8444))
+        try configuration.apply(key: "metrics_listen", value: "[::1]:9100", origin: "test")
+        #expect(configuration.servedMetricsListen == .tcp(host: "::1", port: 9100))
+        try configuration.apply(key: "metrics_listen", value: "no", origin: "test")
+        #expect(configuration.servedMetricsListen == nil)
+        try configuration.apply(key: "metrics_listen", value: "unix:/run/securotpd-metrics.sock", origin: "test")
+        try configuration.apply(key: "metrics", value: "no", origin: "test")
+        #expect(configuration.servedMetricsListen == nil)
+        #expect(throws: ServiceError.self) { try configuration.apply(key: "metrics_listen", value: "everywhere", origin: "test") }
+        var shared = DaemonConfiguration()
+        try shared.apply(key: "metrics_listen", value: "127.0.0.1:8443", origin: "test")
+        let error = #expect(throws: ServiceError.self) { try shared.validate() }
+        #expect(error?.message.contains("listener of its own") == true, "\(error?.message ?? "")")
     }
 }

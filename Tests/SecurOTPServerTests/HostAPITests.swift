@@ -1,5 +1,7 @@
 import Foundation
 import Hummingbird
+import HummingbirdTesting
+import SecurOTPServer
 import SecurOTPService
 import SecurOTPStore
 import Testing
@@ -179,7 +181,9 @@ struct HostAPITests {
             #expect(results == ["reject", "accept", "ok"], "\(audit.text)")
             #expect(!audit.text.contains(code) && !audit.text.contains(secret), "a code or seed in the audit log")
 
-            let metrics = try await client.call(.get, "/metrics")
+            let metrics = try await Application(router: buildMetricsRouter(fixture.metrics)).test(.router) { metricsClient in
+                try await APIClient(client: metricsClient).call(.get, "/metrics")
+            }
             #expect(metrics.text.contains("securotpd_verifications_total{result=\"accept\"} 1"), "\(metrics.text)")
             #expect(metrics.text.contains("securotpd_verifications_total{result=\"replay\"} 1"))
             #expect(metrics.text.contains("securotpd_request_duration_seconds_bucket"))
