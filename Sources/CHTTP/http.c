@@ -58,25 +58,34 @@ static void load_curl(void) {
 typedef struct {
     uint8_t *data;
     size_t length;
+    size_t capacity;
+    size_t limit;
     int too_large;
 } buffer;
 
+/* Appends a chunk, growing the buffer by doubling (a copy per doubling, not per chunk: a
+   large answer, such as an audit listing, stays linear); the old buffer is wiped. */
 static size_t collect(char *chunk, size_t size, size_t count, void *context) {
     buffer *out = context;
     size_t length = size * count;
-    if (out->length + length > SECUROTP_HTTP_MAX_RESPONSE) {
+    if (length > out->limit || out->length > out->limit - length) {
         out->too_large = 1;
         return 0; /* aborts the transfer */
     }
-    uint8_t *grown = malloc(out->length + length + 1);
-    if (!grown) return 0;
-    if (out->data) {
-        memcpy(grown, out->data, out->length);
-        explicit_bzero(out->data, out->length);
-        free(out->data);
+    if (out->length + length + 1 > out->capacity) {
+        size_t capacity = out->capacity ? out->capacity : 4096;
+        while (capacity < out->length + length + 1) capacity *= 2;
+        uint8_t *grown = malloc(capacity);
+        if (!grown) return 0;
+        if (out->data) {
+            memcpy(grown, out->data, out->length);
+            explicit_bzero(out->data, out->length);
+            free(out->data);
+        }
+        out->data = grown;
+        out->capacity = capacity;
     }
-    memcpy(grown + out->length, chunk, length);
-    out->data = grown;
+    memcpy(out->data + out->length, chunk, length);
     out->length += length;
     out->data[out->length] = 0;
     return length;
@@ -196,6 +205,7 @@ int securotp_http_perform(const securotp_http_request *request, securotp_http_re
     if (resolved[0]) resolve_list = curl.slist_append(NULL, resolved);
 
     buffer body = {0};
+    body.limit = request->max_response ? request->max_response : SECUROTP_HTTP_MAX_RESPONSE;
     char curl_error[CURL_ERROR_SIZE] = "";
     curl.easy_setopt(handle, CURLOPT_URL, url);
     curl.easy_setopt(handle, CURLOPT_CUSTOMREQUEST, request->method);
@@ -210,7 +220,7 @@ int securotp_http_perform(const securotp_http_request *request, securotp_http_re
     curl.easy_setopt(handle, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
     curl.easy_setopt(handle, CURLOPT_TIMEOUT_MS, request->timeout_ms > 0 ? request->timeout_ms : 10000L);
     curl.easy_setopt(handle, CURLOPT_CONNECTTIMEOUT_MS, request->timeout_ms > 0 ? request->timeout_ms : 10000L);
-    curl.easy_setopt(handle, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)SECUROTP_HTTP_MAX_RESPONSE);
+    curl.easy_setopt(handle, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)body.limit);
     curl.easy_setopt(handle, CURLOPT_WRITEFUNCTION, collect);
     curl.easy_setopt(handle, CURLOPT_WRITEDATA, &body);
     curl.easy_setopt(handle, CURLOPT_ERRORBUFFER, curl_error);

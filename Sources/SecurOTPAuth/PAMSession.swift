@@ -1,5 +1,6 @@
 import CPAM
 import CPosix
+import SecurOTPCore
 
 /// The libpam calls the module makes, on one handle: items, conversation, syslog.
 struct PAMSession {
@@ -7,8 +8,9 @@ struct PAMSession {
     let silent: Bool
     let debug: Bool
 
+    /// One syslog line; what a validator sent (reasons, messages) is escaped (TerminalText).
     func log(_ priority: Int32, _ message: String) {
-        securotp_pam_syslog(handle, priority, message)
+        securotp_pam_syslog(handle, priority, TerminalText.escaped(message))
     }
 
     func debugLog(_ message: String) {

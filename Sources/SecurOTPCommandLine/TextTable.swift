@@ -1,6 +1,11 @@
+import SecurOTPCore
+
 /// Left-aligned columns separated by two spaces: the text output of list-like commands.
+/// Every cell is escaped (TerminalText): user names, details and nicknames come from outside,
+/// and no control or bidi character of theirs reaches the terminal or starts a line.
 public enum TextTable {
     public static func render(_ header: [String], _ rows: [[String]]) -> String {
+        let rows = rows.map { $0.map(TerminalText.escaped) }
         var widths = header.map(\.count)
         for row in rows {
             for (index, cell) in row.enumerated() where index < widths.count { widths[index] = max(widths[index], cell.count) }

@@ -205,10 +205,12 @@ enum PostgresWrites {
          ("remaining", .integer(Int64(challenge.remaining))), ("expires", .integer(challenge.expires))]
     }
 
+    /// `entry` bounded and printable (AuditEntry.bounded), as every audit row is stored.
     static func op(_ entry: AuditEntry) -> Op {
-        [("op", .text("audit")), ("time", .integer(entry.time)), ("actor_kind", .text(entry.actorKind)), ("actor", .text(entry.actor)),
-         ("address", .text(entry.address)), ("action", .text(entry.action)), ("user", .text(entry.user)), ("serial", .text(entry.serial)),
-         ("result", .text(entry.result)), ("detail", .text(entry.detail))]
+        let entry = entry.bounded()
+        return [("op", .text("audit")), ("time", .integer(entry.time)), ("actor_kind", .text(entry.actorKind)), ("actor", .text(entry.actor)),
+                ("address", .text(entry.address)), ("action", .text(entry.action)), ("user", .text(entry.user)), ("serial", .text(entry.serial)),
+                ("result", .text(entry.result)), ("detail", .text(entry.detail))]
     }
 }
 

@@ -11,18 +11,39 @@ import ServiceLifecycle
 /// The validator's HTTP application: routes, middleware and listener, from a configuration and
 /// a token service. securotpd runs it; the tests build the same application (port 0, an
 /// in-process service) so what they test is what runs.
-public func buildApplication(configuration: DaemonConfiguration, service: any TokenService, logger: Logger,
+public func buildApplication(configuration: DaemonConfiguration, service: any TokenService, logger: Logger, metrics: ValidatorMetrics = ValidatorMetrics(),
                              onServerRunning: @escaping @Sendable (_ boundAddress: String) async -> Void = { _ in })
     throws -> some ApplicationProtocol {
-    let metrics = ValidatorMetrics()
     let router = buildRouter(configuration: configuration, service: service, metrics: metrics)
-    let address: BindAddress = switch configuration.listen {
+    var services: [any Service] = [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger)]
+    if let listen = configuration.servedMetricsListen {
+        services.append(Application(router: buildMetricsRouter(metrics), configuration: .init(address: bindAddress(listen), serverName: "securotpd"),
+                                    onServerRunning: { channel in
+                                        logger.notice("metrics listening", metadata: ["metrics_listen": "\(boundAddress(channel) ?? "\(listen)")"])
+                                    }, logger: logger))
+    }
+    return Application(router: router, server: try serverBuilder(configuration),
+                       configuration: .init(address: bindAddress(configuration.listen), serverName: "securotpd"), services: services,
+                       onServerRunning: { channel in await onServerRunning(boundAddress(channel) ?? "\(configuration.listen)") }, logger: logger)
+}
+
+func bindAddress(_ listen: DaemonConfiguration.Listen) -> BindAddress {
+    switch listen {
     case .tcp(let host, let port): .hostname(host, port: port)
     case .unix(let path): .unixDomainSocket(path: path)
     }
-    return Application(router: router, server: try serverBuilder(configuration), configuration: .init(address: address, serverName: "securotpd"),
-                       services: [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger)],
-                       onServerRunning: { channel in await onServerRunning(boundAddress(channel) ?? "\(configuration.listen)") }, logger: logger)
+}
+
+/// `/metrics` alone, for the metrics listener (`metrics_listen`): Prometheus text, no
+/// credential, so never on the API's listener, where every host could read it.
+public func buildMetricsRouter(_ metrics: ValidatorMetrics) -> Router<BasicRequestContext> {
+    let router = Router()
+    router.get("metrics") { _, _ in
+        var buffer = ByteBuffer()
+        buffer.writeBytes(metrics.exposition())
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: buffer))
+    }
+    return router
 }
 
 /// "127.0.0.1:43117", "[::1]:8443" or "unix:/run/securotp.sock".
@@ -43,9 +64,9 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
     let router = Router(context: ValidatorRequestContext.self)
     router.add(middleware: AccessLog(metrics: metrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
-    SystemRoutes(service: service, metrics: metrics, metricsEnabled: configuration.metrics).add(to: router)
+    SystemRoutes(service: service).add(to: router)
     HostRoutes(service: service, limits: limits, metrics: metrics)
-        .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
+        .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
     AdminRoutes(service: service)
         .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .admin, limits: limits, metrics: metrics)))
     return router

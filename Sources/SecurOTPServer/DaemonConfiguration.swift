@@ -41,7 +41,12 @@ public struct DaemonConfiguration: Sendable {
     public var postgresURL: String?
     public var hostRequestsPerSecond = 200
     public var userVerificationsPerMinute = 30
+    /// `metrics = no` turns Prometheus metrics off wherever `metrics_listen` points.
     public var metrics = true
+    /// Where `/metrics` is served (plain HTTP, no credential): a listener of its own, loopback
+    /// by default, never the API's; nil (`metrics_listen = no`) serves none.
+    public var metricsListen: Listen? = Self.defaultMetricsListen
+    public static let defaultMetricsListen = Listen.tcp(host: "127.0.0.1", port: 8444)
     public var auditRetentionDays = 365
     public var logLevel = "info"
 
@@ -51,7 +56,7 @@ public struct DaemonConfiguration: Sendable {
     static let storeKeys: Set<String> = ["key_file", "window", "hotp_lookahead", "resync_window", "next_code_after", "deny",
                                          "unlock_time", "max_tokens"]
     public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
-                                        "rate_limit_user", "metrics", "audit_retention_days", "log_level"] + storeKeys.sorted()
+                                        "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
@@ -90,6 +95,13 @@ public struct DaemonConfiguration: Sendable {
             case "yes", "true", "on", "1": metrics = true
             case "no", "false", "off", "0": metrics = false
             default: throw fail("expected yes or no")
+            }
+        case "metrics_listen":
+            if ["no", "off", "false", "none"].contains(value.lowercased()) {
+                metricsListen = nil
+            } else {
+                guard let parsed = Self.parseListen(value) else { throw fail("expected HOST:PORT, [IPv6]:PORT, unix:/PATH or no") }
+                metricsListen = parsed
             }
         case "audit_retention_days": auditRetentionDays = try integer(0...36_500)
         case "log_level":
@@ -142,6 +154,9 @@ public struct DaemonConfiguration: Sendable {
         if !usesTLS, !listen.isLocal {
             throw ServiceError(.config, "listen = \(listen) without TLS: plain HTTP is allowed only on loopback or a Unix socket; set tls_cert and tls_key")
         }
+        if metrics, let metricsListen, metricsListen == listen, !Self.picksPort(listen) {
+            throw ServiceError(.config, "metrics_listen = \(metricsListen) is the API's listen address; give metrics a listener of its own (default \(Self.defaultMetricsListen)) or set metrics_listen = no")
+        }
         if tlsClientCA != nil, !usesTLS { throw ServiceError(.config, "tls_client_ca needs TLS (tls_cert and tls_key)") }
         if let tlsKey {
             do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
@@ -150,6 +165,15 @@ public struct DaemonConfiguration: Sendable {
             throw ServiceError(.config, "\(file) cannot be read")
         }
     }
+
+    /// Port 0: the kernel picks a free port for each listener, so two can share the line.
+    private static func picksPort(_ listen: Listen) -> Bool {
+        if case .tcp(_, 0) = listen { return true }
+        return false
+    }
+
+    /// The metrics listener securotpd runs, if any.
+    public var servedMetricsListen: Listen? { metrics ? metricsListen : nil }
 
     static func parseListen(_ text: String) -> Listen? {
         if text.hasPrefix("unix:") {

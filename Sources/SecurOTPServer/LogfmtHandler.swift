@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SecurOTPCore
 
 /// Structured logs for journald or a collector: one logfmt line per event on standard error,
 /// `time=… level=… msg=… key=value`, values quoted when they need it.
@@ -30,19 +31,25 @@ public struct LogfmtHandler: LogHandler {
         _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
     }
 
+    /// Longest value a line carries: a caller's request path or name cannot make lines huge.
+    static let maxValueBytes = 2048
+
+    /// A logfmt value: plain when it can be, else quoted with `"`, `\` and newlines escaped
+    /// and every other control or bidi character a visible escape (TerminalText), bounded.
     static func quote(_ value: String) -> String {
+        let value = TerminalText.bounded(value, maxBytes: maxValueBytes)
         let plain = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0 != "\"" && $0 != "=" && $0 != "\\" && $0.value < 0x7f }
         if plain { return value }
-        var out = "\""
+        var body = ""
         for scalar in value.unicodeScalars {
             switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            default: out += scalar.value < 0x20 ? " " : String(scalar)
+            case "\"": body += "\\\""
+            case "\\": body += "\\\\"
+            case "\n": body += "\\n"
+            default: body.unicodeScalars.append(scalar)
             }
         }
-        return out + "\""
+        return "\"" + TerminalText.escaped(body) + "\""
     }
 
     static func timestamp() -> String {

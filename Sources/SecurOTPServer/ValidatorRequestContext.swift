@@ -11,6 +11,9 @@ public struct ValidatorRequestContext: RequestContext, RemoteAddressRequestConte
     public var caller: Caller?
     /// Set by routes for the access log (never a code or PIN).
     public var outcome: String?
+    /// The largest body a route reads (Hummingbird's `decode` refuses more with 413):
+    /// Hummingbird's 2 MiB for admin imports, lowered for host requests (BodyLimit).
+    public var maxUploadSize = 2 * 1024 * 1024
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

@@ -1,11 +1,17 @@
+import SecurOTPCore
+
 /// What every backend accepts as a user name and a token nickname.
 public enum InputRules {
     /// Unix user names as NSS hands them over: no empty names, separators or control characters.
     public static func validate(user: String) throws(StoreError) {
         let bytes = Array(user.utf8)
         guard !bytes.isEmpty, bytes.count <= 256, bytes.first != UInt8(ascii: "-"),
-              !bytes.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") })
-        else { throw StoreError(.invalidInput, "\"\(user)\" is not a valid user name") }
+              !bytes.contains(where: { $0 < 0x21 || $0 == 0x7f || $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: ":") }),
+              TerminalText.isSafe(user)
+        else {
+            // Never the raw name: it may be megabytes of terminal escapes (TerminalText).
+            throw StoreError(.invalidInput, "\"\(TerminalText.excerpt(user))\" (\(bytes.count) bytes) is not a valid user name")
+        }
     }
 
     public static func validate(nickname: String) throws(StoreError) {

@@ -86,7 +86,7 @@ final class Validator {
     init(_ box: Sandbox, state: String, settings: [String: String] = [:], pki: TestPKI?, certificate: (String, String)? = nil,
          clientCA: String? = nil, listen: String = "127.0.0.1:0") throws {
         let config = box.path("securotpd-\(UUID().uuidString.prefix(8)).conf")
-        var lines = ["rate_limit_user": "0", "log_level": "info"]
+        var lines = ["rate_limit_user": "0", "log_level": "info", "metrics_listen": "127.0.0.1:0"]
         lines.merge(settings) { _, new in new }
         try box.write(lines.map { "\($0.key) = \($0.value)" }.sorted().joined(separator: "\n") + "\n", to: config, mode: 0o600)
         var arguments = ["--config", config, "--state-dir", state, "--listen", listen]

@@ -9,7 +9,7 @@ struct AdminAPITests {
     func credentials(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
-            let health = try await client.call(.get, "/v1/health")
+            let health = try await client.call(.get, "/v1/health", bearer: fixture.admin)
             #expect(health.string("status") == "ok" && health.string("store") == backend.rawValue)
 
             let none = try await client.call(.get, "/v1/tokens")

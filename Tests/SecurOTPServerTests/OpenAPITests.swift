@@ -13,8 +13,9 @@ struct OpenAPITests {
         let router = buildRouter(configuration: fixture.configuration, service: fixture.service)
         await fixture.cleanUp()
         // Hummingbird writes parameters as :name, OpenAPI as {name}.
-        let served = Set(router.routes.map { route in
-            OpenAPIDocument.Operation(method: route.method.rawValue, path: "\(route.path)".split(separator: "/").map { segment in
+        let routes = router.routes.map { ($0.method, $0.path) } + buildMetricsRouter(ValidatorMetrics()).routes.map { ($0.method, $0.path) }
+        let served = Set(routes.map { (method, path) in
+            OpenAPIDocument.Operation(method: method.rawValue, path: "\(path)".split(separator: "/").map { segment in
                 segment.hasPrefix(":") ? "{\(segment.dropFirst())}" : String(segment)
             }.reduce("") { $0 + "/" + $1 })
         })

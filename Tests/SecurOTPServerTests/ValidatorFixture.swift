@@ -27,12 +27,15 @@ struct ValidatorFixture {
     let host: String
     /// The PostgreSQL database made for this fixture, dropped by `cleanUp`.
     let database: String?
+    /// What the application counts; `/metrics` (its own listener in securotpd) serves it.
+    let metrics = ValidatorMetrics()
 
     static func make(_ backend: Backend = .sqlite, _ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> ValidatorFixture {
         let directory = try temporaryDirectory()
         var configuration = DaemonConfiguration()
         configuration.store.paths = StorePaths(stateDirectory: directory)
         configuration.listen = .tcp(host: "127.0.0.1", port: 0)
+        configuration.metricsListen = nil
         configure(&configuration)
         let service: any TokenService
         var database: String?
@@ -64,7 +67,7 @@ struct ValidatorFixture {
     func application() throws -> some ApplicationProtocol {
         var logger = Logger(label: "securotpd-test")
         logger.logLevel = .critical
-        return try buildApplication(configuration: configuration, service: service, logger: logger)
+        return try buildApplication(configuration: configuration, service: service, logger: logger, metrics: metrics)
     }
 
     /// Runs `body` with an in-process client of the application (no sockets).

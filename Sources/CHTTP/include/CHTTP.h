@@ -24,6 +24,7 @@ typedef struct {
     const uint8_t *body;         /* request body (JSON), or NULL */
     size_t body_length;
     long timeout_ms;             /* whole request, connection included */
+    size_t max_response;         /* largest body accepted; 0: SECUROTP_HTTP_MAX_RESPONSE */
 } securotp_http_request;
 
 typedef struct {
@@ -39,6 +40,6 @@ int securotp_http_perform(const securotp_http_request *request, securotp_http_re
 /* Wipes and frees the body. */
 void securotp_http_response_free(securotp_http_response *response);
 
-/* Largest response body accepted. */
+/* Largest response body accepted unless a request says otherwise (the PAM module never does). */
 enum { SECUROTP_HTTP_MAX_RESPONSE = 1 << 20 };
 #endif

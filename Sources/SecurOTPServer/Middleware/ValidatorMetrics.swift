@@ -2,7 +2,7 @@ import Prometheus
 
 /// What Prometheus scrapes at /metrics: requests by route and status, latency histograms,
 /// and verification results (accepts, rejects, locks, replays, challenges).
-final class ValidatorMetrics: Sendable {
+public final class ValidatorMetrics: Sendable {
     let registry: PrometheusCollectorRegistry
     let authenticationFailures: Counter
     let rateLimited: Counter
@@ -19,7 +19,10 @@ final class ValidatorMetrics: Sendable {
     static var duration: MetricNameDescriptor { name("request_duration", unit: "seconds", help: "Time from request to response, by route") }
     static var verifications: MetricNameDescriptor { name("verifications", unit: "total", help: "Verification outcomes: accept, reject, locked, challenge, replay") }
 
-    init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
+    /// A fresh registry; securotpd makes one per process (tests one per application).
+    public convenience init() { self.init(registry: PrometheusCollectorRegistry()) }
+
+    init(registry: PrometheusCollectorRegistry) {
         self.registry = registry
         authenticationFailures = registry.makeCounter(descriptor: Self.name("authentication_failures", unit: "total",
                                                                             help: "Requests refused for a missing, unknown or revoked credential"))

@@ -3,44 +3,78 @@ import Hummingbird
 import SecurOTPService
 
 /// What hosts (PAM modules) call: preflight before prompting, verify, and answer a challenge.
+///
+/// A user outside the host's `--users`/`--groups` is not told apart from an enrolled user:
+/// preflight answers as for one with a 6-digit token (so the module prompts, with or without
+/// nullok and forward_pass), and verify and answer reject after the same store work and
+/// counting as a wrong code, without touching the user's failure count. Only the audit log
+/// and the reason in the host's own log line say why.
 struct HostRoutes {
     let service: any TokenService
     let limits: RateLimits
     let metrics: ValidatorMetrics
 
+    /// The preflight answer for a user the host may not verify: an enrolled user's, so that
+    /// the prompt is the same (nullok never skips it; forward_pass sends 6 trailing digits).
+    static let outOfScopePreflight = PreflightResponse(hasTokens: true, ocraSuite: nil, codeDigits: [6])
+    /// The verification answer for such a user: a plain rejection, as for a wrong code.
+    static let outOfScopeRejection = VerifyResponse(result: .reject, reason: outOfScopeReason)
+    static let outOfScopeReason = "user outside the host's users and groups"
+
     func add(to group: RouterGroup<ValidatorRequestContext>) {
         group.post("preflight") { request, context in
             let body = try await request.decode(as: PreflightRequest.self, context: context)
-            let caller = try await admit(body.user, context: context, action: "preflight", countsAgainstUser: false)
-            return JSONResponse(try await service.preflight(body, caller: caller))
+            let (caller, allowed) = try await admit(body.user, context: context, action: "preflight", countsAgainstUser: false)
+            let answer = try await service.preflight(body, caller: caller)
+            return JSONResponse(allowed ? answer : Self.outOfScopePreflight)
         }
         group.post("verify") { request, context in
             let body = try await request.decode(as: VerifyRequest.self, context: context)
-            let caller = try await admit(body.user, context: context, action: "verify", countsAgainstUser: true)
+            let (caller, allowed) = try await admit(body.user, context: context, action: "verify", countsAgainstUser: true)
+            guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
             return JSONResponse(counted(try await service.verify(body, caller: caller)))
         }
         group.post("verify/answer") { request, context in
             let body = try await request.decode(as: AnswerRequest.self, context: context)
-            let caller = try await admit(body.user, context: context, action: "answer", countsAgainstUser: true)
+            let (caller, allowed) = try await admit(body.user, context: context, action: "answer", countsAgainstUser: true)
+            guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
             return JSONResponse(counted(try await service.answer(body, caller: caller)))
         }
     }
 
-    /// The host may ask about this user (audited when not), and the user is under its rate.
-    private func admit(_ user: String, context: ValidatorRequestContext, action: String, countsAgainstUser: Bool) async throws -> Caller {
+    /// The user name is valid (an invalid one is audited as an excerpt, then refused), the
+    /// user is under its verification rate, and whether the host may ask about this user
+    /// (audited when not).
+    private func admit(_ user: String, context: ValidatorRequestContext, action: String, countsAgainstUser: Bool) async throws -> (Caller, Bool) {
         let caller = try context.requireCaller()
-        guard HostScope.allows(caller, user: user) else {
-            await service.record(AuditEntry(time: Int64(Date.now.timeIntervalSince1970), actorKind: caller.kind.rawValue, actor: caller.name,
-                                            address: caller.address, action: action, user: user, serial: "", result: "denied",
-                                            detail: "user outside the host's users and groups"))
-            try HostScope.check(caller, user: user)
-            return caller
+        do throws(ServiceError) {
+            _ = try RequestRules.user(user)
+        } catch {
+            await audit(caller, action, user: user, result: "error", detail: "invalid user name")
+            throw error
         }
         if countsAgainstUser, !limits.allowUser(user) {
             metrics.rateLimited.increment()
             throw ServiceError(.rateLimited, "too many verifications for \(user) right now; wait a minute")
         }
-        return caller
+        guard HostScope.allows(caller, user: user) else {
+            await audit(caller, action, user: user, result: "denied", detail: Self.outOfScopeReason)
+            return (caller, false)
+        }
+        return (caller, true)
+    }
+
+    /// A wrong code's work for a user the host may not verify: the user's tokens are read
+    /// (as a verification reads them) and the audit entry was written (as a verification
+    /// writes one); the user's failure count is not the host's to raise.
+    private func outOfScope(_ user: String, caller: Caller) async throws -> VerifyResponse {
+        _ = try await service.preflight(PreflightRequest(user: user), caller: caller)
+        return Self.outOfScopeRejection
+    }
+
+    private func audit(_ caller: Caller, _ action: String, user: String, result: String, detail: String) async {
+        await service.record(AuditEntry(time: Int64(Date.now.timeIntervalSince1970), actorKind: caller.kind.rawValue, actor: caller.name,
+                                        address: caller.address, action: action, user: user, serial: "", result: result, detail: detail))
     }
 
     private func counted(_ response: VerifyResponse) -> VerifyResponse {

@@ -2,23 +2,20 @@ import Hummingbird
 import SecurOTPCore
 import SecurOTPService
 
-/// Health (load balancers, monitors) and metrics (Prometheus): no credential needed, no user
-/// data in either.
+/// Health, for load balancers and monitors: no credential needed, and then only the status.
+/// The version (which tells an attacker which advisories apply) and the store kind only go to
+/// an admin credential. Metrics have a listener of their own (buildMetricsRouter).
 struct SystemRoutes {
     let service: any TokenService
-    let metrics: ValidatorMetrics
-    let metricsEnabled: Bool
 
     func add(to router: Router<ValidatorRequestContext>) {
-        router.get("v1/health") { _, _ in
-            JSONResponse(HealthResponse(status: "ok", version: SecurOTPVersion.string, store: service.storeKind))
-        }
-        if metricsEnabled {
-            router.get("metrics") { _, _ in
-                var buffer = ByteBuffer()
-                buffer.writeBytes(metrics.exposition())
-                return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: buffer))
+        router.get("v1/health") { request, context in
+            guard let header = request.headers[.authorization], header.hasPrefix("Bearer "),
+                  let caller = try? await service.authenticate(credential: String(header.dropFirst(7)), address: context.peer),
+                  caller.kind == .admin else {
+                return JSONResponse(HealthResponse(status: "ok"))
             }
+            return JSONResponse(HealthResponse(status: "ok", version: SecurOTPVersion.string, store: service.storeKind))
         }
     }
 }

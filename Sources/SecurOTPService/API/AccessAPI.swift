@@ -1,3 +1,6 @@
+import SecurOTPCore
+import SecurOTPStore
+
 /// Who may call the validator (hosts, admins) and what they did (the audit log).
 
 /// `POST /v1/hosts`, `POST /v1/admins`.
@@ -95,6 +98,26 @@ public struct AuditEntry: Codable, Sendable, Equatable {
         self.serial = serial
         self.result = result
         self.detail = detail
+    }
+
+    /// What a backend stores: every field bounded and printable, whatever a caller sent, so
+    /// no row can fill a disk or the audit view, or carry a terminal escape. A valid user name
+    /// is kept as it is (`securotp audit USER` finds it); an invalid one becomes a short
+    /// escaped excerpt with its length.
+    public func bounded() -> AuditEntry {
+        func field(_ text: String, _ maxBytes: Int) -> String { TerminalText.bounded(TerminalText.escaped(text), maxBytes: maxBytes) }
+        var entry = self
+        entry.actorKind = field(actorKind, 16)
+        entry.actor = field(actor, 128)
+        entry.address = field(address, 64)
+        entry.action = field(action, 32)
+        if !user.isEmpty, (try? InputRules.validate(user: user)) == nil {
+            entry.user = "(invalid, \(user.utf8.count) bytes) " + TerminalText.excerpt(user)
+        }
+        entry.serial = field(serial, 128)
+        entry.result = field(result, 16)
+        entry.detail = field(detail, 512)
+        return entry
     }
 }
 

@@ -198,10 +198,11 @@ public struct OfflineCode: Codable, Sendable, Equatable {
 /// `GET /v1/health`.
 public struct HealthResponse: Codable, Sendable, Equatable {
     public var status: String
-    public var version: String
-    public var store: String
+    /// Only for an admin credential: an anonymous caller learns nothing to pick exploits by.
+    public var version: String?
+    public var store: String?
 
-    public init(status: String, version: String, store: String) {
+    public init(status: String, version: String? = nil, store: String? = nil) {
         self.status = status
         self.version = version
         self.store = store

@@ -86,6 +86,10 @@ public final class RemoteTokenService: TokenService {
         }
     }
 
+    /// The largest answer read: an audit listing of 10,000 entries, each bounded by the
+    /// validator (AuditEntry.bounded), fits; the PAM module keeps CHTTP's 1 MiB.
+    static let maxResponse = 64 * 1024 * 1024
+
     private static let transfers = DispatchQueue(label: "securotp.http", attributes: .concurrent)
 
     private func perform(method: String, url: String, payload: [UInt8], hasBody: Bool, into response: inout securotp_http_response) -> Int32 {
@@ -99,7 +103,8 @@ public final class RemoteTokenService: TokenService {
                                     var request = securotp_http_request(method: method, url: url, bearer: bearer, ca_file: ca,
                                                                         client_cert: certificate, client_key: key,
                                                                         body: hasBody ? bytes.baseAddress : nil,
-                                                                        body_length: bytes.count, timeout_ms: timeoutMilliseconds)
+                                                                        body_length: bytes.count, timeout_ms: timeoutMilliseconds,
+                                                                        max_response: Self.maxResponse)
                                     return securotp_http_perform(&request, &response)
                                 }
                             }

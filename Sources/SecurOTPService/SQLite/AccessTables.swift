@@ -58,7 +58,9 @@ struct AccessTables {
 
     // MARK: audit
 
+    /// Stores `entry` bounded and printable (AuditEntry.bounded).
     func append(_ entry: AuditEntry) throws(StoreError) {
+        let entry = entry.bounded()
         try db.prepare("""
             INSERT INTO audit (time, actor_kind, actor, address, action, user, serial, result, detail) VALUES (?,?,?,?,?,?,?,?,?)
             """).bind(.integer(entry.time), .text(entry.actorKind), .text(entry.actor), .text(entry.address), .text(entry.action),

@@ -2,6 +2,7 @@ import Glibc
 import SecurOTPService
 import SecurOTPStore
 import SecurOTPCommandLine
+import SecurOTPCore
 
 /// What a command runs against: a TokenService — the local SQLite store (default; root or
 /// --state-dir), PostgreSQL (--database), or a remote validator (--server) — and the settings
@@ -101,12 +102,13 @@ struct CommandContext {
     static func now() -> Int64 { Int64(time(nil)) }
 
     static func fail(_ message: String, exitCode: Int32) -> Never {
-        standardError("securotp: \(message)\n")
+        // Messages may carry what a validator or a host sent: escaped (TerminalText).
+        standardError("securotp: \(TerminalText.escaped(message))\n")
         exit(exitCode)
     }
 
     static func warn(_ message: String) {
-        standardError("securotp: warning: \(message)\n")
+        standardError("securotp: warning: \(TerminalText.escaped(message))\n")
     }
 
     /// Whether NSS knows the user (local, LDAP, SSSD).
