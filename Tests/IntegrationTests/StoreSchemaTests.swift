@@ -92,4 +92,34 @@ struct StoreSchemaTests {
         let login = try box.login(service, "root", [code])
         #expect(login.status == PAM.success, "after the CLI's migration the code works: \(login)")
     }
+
+    @Test("doctor calls a store with no tokens whose database is younger than its key file suspicious")
+    func doctorFlagsAnEmptyStoreYoungerThanItsKey() throws {
+        let box = try Sandbox()
+        let pamDirectory = box.path("doctor.d")
+        try #require(mkdir(pamDirectory, 0o755) == 0)
+        let sshdConfig = box.path("sshd_config")
+        try box.write("UsePAM yes\nKbdInteractiveAuthentication yes\n", to: sshdConfig)
+        func suspicious() throws -> [String] {
+            let doctor = try box.cli(["doctor", "--pam-dir", pamDirectory, "--sshd-config", sshdConfig])
+            return doctor.lines.filter { $0.hasPrefix("warning") && $0.contains("no tokens") && $0.contains("younger than its key file") }
+        }
+        // A new store (database and key made together) with no token yet is not suspicious.
+        let made = try box.cli(["binding-id", "root"])
+        try #require(made.status == 0, "\(made)")
+        #expect(try suspicious().isEmpty)
+
+        // The same store with a key file a day older than the database: the database was made
+        // again (or replaced by an empty one) under a key that had sealed seeds before.
+        let key = box.state + "/securotp.key"
+        let dayAgo = Int(Date().timeIntervalSince1970) - 86_400
+        var times = [timeval(tv_sec: dayAgo, tv_usec: 0), timeval(tv_sec: dayAgo, tv_usec: 0)]
+        try #require(utimes(key, &times) == 0)
+        let flagged = try suspicious()
+        #expect(flagged.count == 1 && flagged.first?.contains(box.state + "/securotp.db") == true, "\(flagged)")
+
+        // With a token it is an ordinary store again.
+        _ = try box.enroll("root")
+        #expect(try suspicious().isEmpty)
+    }
 }
