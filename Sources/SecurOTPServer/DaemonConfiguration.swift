@@ -1,4 +1,5 @@
 import Foundation
+import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
 
@@ -55,7 +56,7 @@ public struct DaemonConfiguration: Sendable {
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
-            ServiceError(.config, "\(origin): \(key): \(expectation) (got \"\(value)\")")
+            ServiceError(.config, "\(origin): \(ConfigFile.shown(key: key)): \(expectation) (got \(OutsideText.excerpt(value)))")
         }
         func integer(_ range: ClosedRange<Int>) throws(ServiceError) -> Int {
             guard let number = Int(value), range.contains(number) else { throw fail("expected a whole number \(range.lowerBound)–\(range.upperBound)") }
@@ -104,7 +105,7 @@ public struct DaemonConfiguration: Sendable {
                 throw ServiceError(.config, "\(origin): \(error.message.replacingOccurrences(of: "module argument ", with: ""))")
             }
         default:
-            throw ServiceError(.config, "\(origin): \(key): unknown setting; securotpd knows \(Self.keys.joined(separator: ", ")) (docs/validator.md)")
+            throw ServiceError(.config, "\(origin): \(ConfigFile.shown(key: key)): unknown setting; securotpd knows \(Self.keys.joined(separator: ", ")) (docs/validator.md)")
         }
     }
 
@@ -140,14 +141,14 @@ public struct DaemonConfiguration: Sendable {
     public func validate() throws(ServiceError) {
         if (tlsCertificate == nil) != (tlsKey == nil) { throw ServiceError(.config, "tls_cert and tls_key go together; give both or neither") }
         if !usesTLS, !listen.isLocal {
-            throw ServiceError(.config, "listen = \(listen) without TLS: plain HTTP is allowed only on loopback or a Unix socket; set tls_cert and tls_key")
+            throw ServiceError(.config, "listen = \(OutsideText.excerpt(listen.description)) without TLS: plain HTTP is allowed only on loopback or a Unix socket; set tls_cert and tls_key")
         }
         if tlsClientCA != nil, !usesTLS { throw ServiceError(.config, "tls_client_ca needs TLS (tls_cert and tls_key)") }
         if let tlsKey {
             do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
         }
         for file in [tlsCertificate, tlsClientCA].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
-            throw ServiceError(.config, "\(file) cannot be read")
+            throw ServiceError(.config, "\(OutsideText.excerpt(file)) cannot be read")
         }
     }
 

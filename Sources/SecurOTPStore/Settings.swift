@@ -28,8 +28,8 @@ public struct Settings: Sendable, Equatable {
 
         func describe(_ key: String) -> String {
             switch self {
-            case .file(let path, let line): "\(path):\(line): \(key)"
-            case .argument: "module argument \(key)"
+            case .file(let path, let line): "\(path):\(line): \(ConfigFile.shown(key: key))"
+            case .argument: "module argument \(ConfigFile.shown(key: key))"
             }
         }
     }
@@ -39,7 +39,7 @@ public struct Settings: Sendable, Equatable {
 
     public mutating func apply(key: String, value: String?, origin: Origin) throws(StoreError) {
         func fail(_ expectation: String) -> StoreError {
-            StoreError(.config, "\(origin.describe(key)): \(expectation) (got \"\(value ?? "")\")")
+            StoreError(.config, "\(origin.describe(key)): \(expectation) (got \(OutsideText.excerpt(value ?? "")))")
         }
         func integer(_ range: ClosedRange<Int>) throws(StoreError) -> Int {
             guard let value, let number = Int(value), range.contains(number) else {
@@ -106,7 +106,7 @@ public struct Settings: Sendable, Equatable {
     public mutating func apply(fileText: String, path: String) throws(StoreError) {
         for entry in try ConfigFile.entries(fileText, path: path) {
             if Self.locationKeys.contains(entry.key) {
-                throw StoreError(.config, "\(path):\(entry.line): \(entry.key) can only be given as a module argument or command-line option")
+                throw StoreError(.config, "\(path):\(entry.line): \(ConfigFile.shown(key: entry.key)) can only be given as a module argument or command-line option")
             }
             try apply(key: entry.key, value: entry.value, origin: .file(path: path, line: entry.line))
         }
