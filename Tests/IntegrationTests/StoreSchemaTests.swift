@@ -122,4 +122,21 @@ struct StoreSchemaTests {
         _ = try box.enroll("root")
         #expect(try suspicious().isEmpty)
     }
+
+    @Test("A PostgreSQL schema version outside the known ones: securotpd refuses it with a message (it indexed its migrations with it)")
+    func negativePostgresSchemaVersion() throws {
+        let box = try Sandbox()
+        let made = try box.cli(["binding-id", "root"]) // the key file securotpd loads
+        try #require(made.status == 0, "\(made)")
+        let database = "securotp_it_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        try TestPostgres.sql("CREATE DATABASE \(database)")
+        defer { try? TestPostgres.sql("DROP DATABASE IF EXISTS \(database) WITH (FORCE)") }
+        let url = TestPostgres.url(database: database)
+        let damaged = try Run.run("/usr/bin/psql", [url, "-qAtc",
+                                                   "CREATE TABLE securotp_schema (version INTEGER NOT NULL); INSERT INTO securotp_schema VALUES (-1)"])
+        try #require(damaged.status == 0, "\(damaged)")
+        let daemon = try Run.run(try Binaries.securotpd(), ["--state-dir", box.state, "--database", url, "--check-config"])
+        #expect(daemon.status != 0 && daemon.status < 128, "failed closed, not by a signal: \(daemon)")
+        #expect(daemon.stderr.contains("schema -1"), "\(daemon)")
+    }
 }
