@@ -44,7 +44,9 @@ final class StoreCache: @unchecked Sendable {
             return try body(store)
         }
         store = nil
-        let fresh = try Store.open(paths)
+        // As is: the module never creates or migrates a store (only the admin side does), so
+        // an empty or unmigrated database is an error here, never an empty store.
+        let fresh = try Store.open(paths, .asIs)
         store = fresh
         return try body(fresh)
     }

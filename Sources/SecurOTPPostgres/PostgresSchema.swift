@@ -121,6 +121,9 @@ enum PostgresSchema {
             for try await (value) in try await connection.query("SELECT max(version) FROM securotp_schema", logger: logger).decode(Int?.self) {
                 version = value ?? 0
             }
+            // Read from the database: outside the known versions it fails closed, never indexes
+            // the migrations with it.
+            guard version >= 0 else { throw PostgresSchemaError.invalid(version) }
             guard version <= currentVersion else {
                 throw PostgresSchemaError.tooNew(version, currentVersion)
             }
@@ -136,11 +139,14 @@ enum PostgresSchema {
 
 enum PostgresSchemaError: Error, CustomStringConvertible {
     case tooNew(Int, Int)
+    case invalid(Int)
 
     var description: String {
         switch self {
         case .tooNew(let found, let supported):
             "the PostgreSQL database has securotp schema \(found), newer than this securotpd (\(supported)); upgrade securotpd"
+        case .invalid(let found):
+            "the PostgreSQL database has securotp schema \(found), which no securotpd makes; restore it from backup"
         }
     }
 }

@@ -140,21 +140,30 @@ public final class SQLiteDatabase {
     /// Brings the database to version `migrations.count`, each migration moving it one version
     /// up in one transaction; a database newer than that is refused (`program` names who
     /// refuses it). Safe when several processes open it at once: the version is re-read under
-    /// the write lock.
+    /// the write lock — and checked again there, since a newer program may have migrated the
+    /// database in between.
     public func migrate(_ migrations: [String], program: String) throws(StoreError) {
-        let current = Int64(migrations.count)
-        let version = try userVersion()
-        guard version <= current else {
-            throw StoreError(.corrupt, "database \(path) has schema version \(version), newer than this \(program) (\(current)); upgrade securotp")
-        }
-        guard version < current else { return }
+        guard try knownVersion(migrations, program: program) < migrations.count else { return }
         try immediateTransaction { () throws(StoreError) in
-            let locked = try userVersion()
-            for index in Int(max(0, locked))..<migrations.count {
+            let locked = try knownVersion(migrations, program: program)
+            for index in locked..<migrations.count {
                 try execute(migrations[index])
                 try execute("PRAGMA user_version = \(index + 1)")
             }
         }
+    }
+
+    /// `user_version` as an index into `migrations`: 0 through `migrations.count`. It is read
+    /// from the file, so anything else (newer, or negative) fails closed instead of trapping.
+    private func knownVersion(_ migrations: [String], program: String) throws(StoreError) -> Int {
+        let version = try userVersion()
+        guard version >= 0 else {
+            throw StoreError(.corrupt, "database \(path) has schema version \(version), which no \(program) makes; restore it from backup")
+        }
+        guard version <= Int64(migrations.count) else {
+            throw StoreError(.corrupt, "database \(path) has schema version \(version), newer than this \(program) (\(migrations.count)); upgrade securotp")
+        }
+        return Int(version)
     }
 
     /// Copies the WAL into the database file and empties it, so securotp.db alone is a

@@ -1,4 +1,5 @@
 import CPosix
+import SecurOTPCore
 
 /// Every setting of the PAM module and the CLI, read from `securotp.conf` (`key = value`,
 /// `#` comments) and overridden by module arguments (`key=value` or a bare flag). One setter
@@ -27,8 +28,8 @@ public struct Settings: Sendable, Equatable {
 
         func describe(_ key: String) -> String {
             switch self {
-            case .file(let path, let line): "\(path):\(line): \(key)"
-            case .argument: "module argument \(key)"
+            case .file(let path, let line): "\(path):\(line): \(ConfigFile.shown(key: key))"
+            case .argument: "module argument \(ConfigFile.shown(key: key))"
             }
         }
     }
@@ -38,7 +39,7 @@ public struct Settings: Sendable, Equatable {
 
     public mutating func apply(key: String, value: String?, origin: Origin) throws(StoreError) {
         func fail(_ expectation: String) -> StoreError {
-            StoreError(.config, "\(origin.describe(key)): \(expectation) (got \"\(value ?? "")\")")
+            StoreError(.config, "\(origin.describe(key)): \(expectation) (got \(OutsideText.excerpt(value ?? "")))")
         }
         func integer(_ range: ClosedRange<Int>) throws(StoreError) -> Int {
             guard let value, let number = Int(value), range.contains(number) else {
@@ -105,7 +106,7 @@ public struct Settings: Sendable, Equatable {
     public mutating func apply(fileText: String, path: String) throws(StoreError) {
         for entry in try ConfigFile.entries(fileText, path: path) {
             if Self.locationKeys.contains(entry.key) {
-                throw StoreError(.config, "\(path):\(entry.line): \(entry.key) can only be given as a module argument or command-line option")
+                throw StoreError(.config, "\(path):\(entry.line): \(ConfigFile.shown(key: entry.key)) can only be given as a module argument or command-line option")
             }
             try apply(key: entry.key, value: entry.value, origin: .file(path: path, line: entry.line))
         }
@@ -128,11 +129,13 @@ public struct Settings: Sendable, Equatable {
     }
 
     /// Module arguments: `conf=` and `state_dir=` choose the files, the file is read, then the
-    /// other arguments override it.
+    /// other arguments override it. Within the arguments (as within the file) a key is given
+    /// once: `nullok nullok=no` is an error, not "the last one wins".
     public static func fromModuleArguments(_ arguments: [String]) throws(StoreError) -> Settings {
         var settings = Settings()
         var configRequired = false
         var overrides: [(String, String?)] = []
+        var given: [String] = []
         for argument in arguments {
             let key: String
             let value: String?
@@ -143,6 +146,10 @@ public struct Settings: Sendable, Equatable {
                 key = argument
                 value = nil
             }
+            guard !given.contains(key) else {
+                throw StoreError(.config, "module argument \(ConfigFile.shown(key: key)) is given twice; give each key once")
+            }
+            given.append(key)
             switch key {
             case "state_dir":
                 guard let value, value.hasPrefix("/") else { throw StoreError(.config, "module argument state_dir: expected an absolute path") }
@@ -169,6 +176,8 @@ public struct Settings: Sendable, Equatable {
 
 /// `key = value` lines, `#` comments and blank lines: the format of securotp.conf and
 /// securotpd.conf. Keys and values are trimmed; what a key means is the reader's business.
+/// A key is given once per file: a second line with the same key is an error naming both
+/// lines, never "the last one wins" (issue 12 §7).
 public enum ConfigFile {
     public struct Entry: Sendable, Equatable {
         public let key: String
@@ -178,6 +187,7 @@ public enum ConfigFile {
 
     public static func entries(_ text: String, path: String) throws(StoreError) -> [Entry] {
         var entries: [Entry] = []
+        var firstLine: [String: Int] = [:]
         var lineNumber = 0
         for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
             lineNumber += 1
@@ -186,9 +196,23 @@ public enum ConfigFile {
             guard let equals = line.firstIndex(of: "=") else {
                 throw StoreError(.config, "\(path):\(lineNumber): expected key = value")
             }
-            entries.append(Entry(key: line[..<equals].trimmingSpaces, value: line[line.index(after: equals)...].trimmingSpaces, line: lineNumber))
+            let key = line[..<equals].trimmingSpaces
+            if let first = firstLine[key] {
+                throw StoreError(.config, "\(path):\(lineNumber): \(shown(key: key)) was already given at line \(first); give each key once (remove one of the two lines)")
+            }
+            firstLine[key] = lineNumber
+            entries.append(Entry(key: key, value: line[line.index(after: equals)...].trimmingSpaces, line: lineNumber))
         }
         return entries
+    }
+
+    /// A key as an error message shows it: a key that could be one (letters, digits, `_`, at
+    /// most 32 characters) as it is, anything else as a short escaped excerpt.
+    public static func shown(key: String) -> String {
+        let plain = key.utf8.count <= 32 && key.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5f
+        }
+        return plain && !key.isEmpty ? key : OutsideText.excerpt(key)
     }
 }
 

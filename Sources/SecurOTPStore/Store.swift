@@ -20,10 +20,10 @@ public final class Store {
         engine = VerificationEngine(dataKey: keys.dataKey)
     }
 
-    /// Opens an existing store, refusing files that others can read or write.
-    /// With `create`, makes the directories, key file and database first (admin commands).
-    public static func open(_ paths: StorePaths, create: Bool = false) throws(StoreError) -> Store {
-        if create { try prepareForCreation(paths) }
+    /// Opens the store, refusing files that others can read or write. `mode` says whether the
+    /// caller may create or migrate it: only admin programs may (StoreOpenMode).
+    public static func open(_ paths: StorePaths, _ mode: StoreOpenMode) throws(StoreError) -> Store {
+        if mode == .create { try prepareForCreation(paths) }
         let identity = try StoreIdentity.checked(paths)
         let keys = try KeyFile.load(paths.keyFile)
         let db = try SQLiteDatabase(path: paths.database, create: false)
@@ -34,8 +34,38 @@ public final class Store {
         // restart costs a checkpoint with two fsyncs. 64 frames (about 260 KB, 32–64 logins):
         // in-process logins 10–15 % faster than with 16, whole-process runs no slower (bench/).
         try db.keepWriteAheadLog(restartAfterFrames: 64)
-        try Schema.migrate(db)
+        try checkSchema(db, paths, mode)
         return Store(paths: paths, identity: identity, db: db, keys: keys)
+    }
+
+    /// The schema must be this build's: `asIs` takes nothing else; the admin modes migrate an
+    /// older one. No mode adopts a database without a schema (user_version 0) — SQLite opens a
+    /// zero-length file as an empty database, and making the schema in it would turn a failed
+    /// restore or a full disk into a store in which nobody has a token.
+    private static func checkSchema(_ db: SQLiteDatabase, _ paths: StorePaths, _ mode: StoreOpenMode) throws(StoreError) {
+        let version = try db.userVersion()
+        let current = Schema.currentVersion
+        guard version != current else { return }
+        let admin = paths.stateDirectory.map { "securotp --state-dir \($0)" } ?? "securotp"
+        if version == 0 {
+            throw StoreError(.corrupt, """
+                database \(paths.database) has no securotp schema (it is empty or zero-length — a failed restore or a full disk?); \
+                restore it from backup, or, if this is a new install, remove it and create the store with: \(admin) enroll USER
+                """)
+        }
+        guard version > 0 else {
+            throw StoreError(.corrupt, "database \(paths.database) has schema version \(version), which no securotp makes; restore it from backup")
+        }
+        guard version < current else {
+            throw StoreError(.corrupt, "database \(paths.database) has schema version \(version), newer than this securotp (\(current)); upgrade securotp")
+        }
+        guard mode != .asIs else {
+            throw StoreError(.corrupt, """
+                database \(paths.database) has schema version \(version), older than this securotp (\(current)): it was not migrated \
+                after an upgrade; migrate it with: \(admin) status
+                """)
+        }
+        try Schema.migrate(db)
     }
 
     private static func prepareForCreation(_ paths: StorePaths) throws(StoreError) {
@@ -50,11 +80,25 @@ public final class Store {
             }
             _ = try KeyFile.create(paths.keyFile)
         }
-        if access(paths.database, F_OK) != 0 {
-            let db = try SQLiteDatabase(path: paths.database, create: true)
+        if access(paths.database, F_OK) != 0 { try createDatabase(paths.database) }
+    }
+
+    /// Makes the database under a temporary name and links it into place only once its schema
+    /// is complete: no process ever sees a store path holding a database without the schema
+    /// (which every open refuses). Another command that created it first wins.
+    private static func createDatabase(_ path: String) throws(StoreError) {
+        let temporary = "\(path).new-\(getpid())"
+        for suffix in ["", "-wal", "-shm"] { unlink(temporary + suffix) }
+        defer { unlink(temporary) }
+        do {
+            let db = try SQLiteDatabase(path: temporary, create: true)
             try db.execute("PRAGMA journal_mode = WAL")
             try Schema.migrate(db)
+        } // closing the only connection checkpoints the WAL into the file and removes it
+        guard link(temporary, path) == 0 || securotp_errno() == EEXIST else {
+            throw StoreError(.system, "cannot create \(path): \(String(cString: strerror(securotp_errno())))")
         }
+        FileSecurity.syncDirectory(of: path)
     }
 
     /// mkdir -p with mode 0700 for new directories; existing ones are only checked.
@@ -256,6 +300,20 @@ public final class Store {
 
     /// See InputRules.validate(nickname:).
     public static func validate(nickname: String) throws(StoreError) { try InputRules.validate(nickname: nickname) }
+}
+
+/// Who may create or migrate the store (issue 12 §3). A caller names its mode: nothing opens
+/// the store in an admin mode by default.
+public enum StoreOpenMode: Sendable, Equatable {
+    /// The PAM module and `securotp doctor`: the store as it is. The database must exist and
+    /// carry exactly this build's schema version; nothing is created or migrated.
+    case asIs
+    /// Admin programs (securotp, securotpd): an existing store, migrated when its schema is
+    /// older. A database without a schema is refused like everywhere else.
+    case migrate
+    /// Admin commands that add to the store (enroll, import, host add, ...): as `migrate`, but
+    /// a missing key file and database are made first.
+    case create
 }
 
 /// What `Store.open` checked: the database's directory, the database and the key file.

@@ -10,7 +10,11 @@ enum ServiceFactory {
         if let url = settings.postgresURL {
             return try await PostgresTokenService.connect(url: url, settings: settings.store, logger: logger)
         }
-        return try LocalTokenService(settings: settings.store, create: true, backgroundCheckpoints: true)
+        // An existing store, migrated at start-up when older (securotpd is the admin's daemon: a
+        // restart after an upgrade is enough), but never created here: a validator that made an
+        // empty store where its database went missing would let every host's nullok skip the
+        // code. `securotp admin add` / `host add` / `enroll` make it (docs/validator.md).
+        return try LocalTokenService(settings: settings.store, create: false, backgroundCheckpoints: true)
     }
 
     /// A URL fit for logs: the password replaced.

@@ -64,6 +64,7 @@ enum Tools {
     static func oathtool() throws -> String { try require("/usr/bin/oathtool", package: "oathtool") }
     static func zbarimg() throws -> String { try require("/usr/bin/zbarimg", package: "zbar-tools") }
     static func strace() throws -> String { try require("/usr/bin/strace", package: "strace") }
+    static func sqlite3() throws -> String { try require("/usr/bin/sqlite3", package: "sqlite3") }
 }
 
 // MARK: - Running processes

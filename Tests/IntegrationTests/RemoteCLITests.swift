@@ -50,6 +50,12 @@ struct RemoteCLITests {
     @Test("securotpd --check-config: a summary and 0 for a good configuration, 78 naming file:line for a bad one")
     func checkConfig() throws {
         let sandbox = try Sandbox()
+        // securotpd never creates a store (an empty one would let every host's nullok skip the
+        // code): a missing one stops it, naming the database; the admin CLI makes it.
+        let missing = try Run.run(try Binaries.path("securotpd"), ["--state-dir", sandbox.state, "--check-config"])
+        #expect(missing.status == 66 && missing.stderr.contains(sandbox.state) && missing.stderr.contains("securotp enroll"), "\(missing)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.state + "/securotp.db"))
+        #expect(try sandbox.cli(["binding-id", "root"]).status == 0)
         let good = try Run.run(try Binaries.path("securotpd"), ["--state-dir", sandbox.state, "--check-config"])
         #expect(good.status == 0 && good.stdout.contains("configuration is valid") && good.stdout.contains("sqlite"), "\(good)")
         let config = sandbox.root + "/securotpd.conf"

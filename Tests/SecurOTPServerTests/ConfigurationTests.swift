@@ -40,6 +40,7 @@ struct ConfigurationTests {
         ("listen = nowhere\n", "securotpd.conf:1: listen: expected HOST:PORT"),
         ("nullok = yes\n", "securotpd.conf:1: nullok: unknown setting"),
         ("just text\n", "securotpd.conf:1: expected key = value"),
+        ("deny = 3\nwindow = 1\ndeny = 4\n", "securotpd.conf:3: deny was already given at line 1"),
     ])
     func errors(text: String, expected: String) throws {
         let (directory, path) = try Self.write(text)

@@ -10,7 +10,7 @@ final class TemporaryStore {
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("securotp-\(UUID().uuidString)").path
-        store = try Store.open(StorePaths(stateDirectory: directory), create: true)
+        store = try Store.open(StorePaths(stateDirectory: directory), .create)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: directory) }
@@ -52,7 +52,7 @@ extension Store {
         wide.window = 3
         #expect(try temp.store.verify("alice", code(seed, counter: step + 3), policy: wide, now: t0).outcome == .accepted(serial: token.serial, digits: 6))
         // The acceptance is durable: a fresh connection sees it.
-        let reopened = try Store.open(temp.paths)
+        let reopened = try Store.open(temp.paths, .asIs)
         #expect(try reopened.verify("alice", code(seed, counter: step + 3), policy: wide, now: t0).outcome == .replayed(serial: token.serial))
         #expect(try reopened.tokens(user: "alice").first?.lastUsed == t0)
     }
@@ -176,14 +176,14 @@ func securotp_seal_for_test(_ key: UnsafeBufferPointer<UInt8>, _ nonce: [UInt8],
         for path in [temp.paths.keyFile, temp.paths.database] {
             chmod(path, 0o640)
             #expect {
-                _ = try Store.open(temp.paths)
+                _ = try Store.open(temp.paths, .asIs)
             } throws: { error in
                 guard let error = error as? StoreError else { return false }
                 return error.code == .permissions && error.message.contains(path) && error.message.contains("chmod 600")
             }
             chmod(path, 0o600)
         }
-        _ = try Store.open(temp.paths)
+        _ = try Store.open(temp.paths, .asIs)
     }
 
     @Test func refusesASymlinkedKeyFile() throws {
@@ -191,20 +191,20 @@ func securotp_seal_for_test(_ key: UnsafeBufferPointer<UInt8>, _ nonce: [UInt8],
         let real = temp.directory + "/real.key"
         try FileManager.default.moveItem(atPath: temp.paths.keyFile, toPath: real)
         try FileManager.default.createSymbolicLink(atPath: temp.paths.keyFile, withDestinationPath: real)
-        #expect(throws: StoreError(.permissions, "")) { try Store.open(temp.paths) }
+        #expect(throws: StoreError(.permissions, "")) { try Store.open(temp.paths, .asIs) }
     }
 
     @Test func missingKeyWithExistingDatabaseIsNotRecreated() throws {
         let temp = try TemporaryStore()
         try FileManager.default.removeItem(atPath: temp.paths.keyFile)
-        #expect(throws: StoreError(.missing, "")) { try Store.open(temp.paths, create: true) }
+        #expect(throws: StoreError(.missing, "")) { try Store.open(temp.paths, .create) }
         #expect(!FileManager.default.fileExists(atPath: temp.paths.keyFile))
     }
 
     @Test func refusesANewerSchema() throws {
         let temp = try TemporaryStore()
         try temp.store.db.execute("PRAGMA user_version = 99")
-        #expect(throws: StoreError(.corrupt, "")) { try Store.open(temp.paths) }
+        #expect(throws: StoreError(.corrupt, "")) { try Store.open(temp.paths, .asIs) }
     }
 
     @Test func tokenLimitAndNicknames() throws {
@@ -226,7 +226,7 @@ func securotp_seal_for_test(_ key: UnsafeBufferPointer<UInt8>, _ nonce: [UInt8],
         let a = try TemporaryStore(), b = try TemporaryStore()
         let id = a.store.bindingID(user: "alice")
         #expect(id.count == 24 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase })
-        #expect(try Store.open(a.paths).bindingID(user: "alice") == id)
+        #expect(try Store.open(a.paths, .asIs).bindingID(user: "alice") == id)
         #expect(a.store.bindingID(user: "bob") != id)
         #expect(b.store.bindingID(user: "alice") != id)
     }

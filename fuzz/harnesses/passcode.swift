@@ -89,7 +89,7 @@ private func makeFixture() throws -> Fixture {
     let directory = String(cString: made)
     stateDirectory = directory
     atexit { removeStateDirectory() }
-    let store = try Store.open(StorePaths(stateDirectory: directory), create: true)
+    let store = try Store.open(StorePaths(stateDirectory: directory), .create)
 
     let totpSeed = SecretBytes(copying: Array("12345678901234567890".utf8))
     let hotpSeed = SecretBytes(copying: Array("12345678901234567890123456789012".utf8))

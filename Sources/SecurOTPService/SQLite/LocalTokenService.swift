@@ -13,13 +13,14 @@ public final class LocalTokenService: TokenService {
     private let credentials: CredentialReader
     private let lastTouch = CredentialUse()
 
-    /// Opens (with `create`, first makes) the store `settings.paths` names.
+    /// Opens the store `settings.paths` names, migrating an older schema (this is the admin
+    /// side: the CLI and securotpd); with `create`, first makes a missing one.
     /// `backgroundCheckpoints`: a long-lived server (securotpd) checkpoints the WAL from a
     /// second connection instead of in its commits (StoreExecutor).
     public init(settings: Settings, create: Bool = false, backgroundCheckpoints: Bool = false) throws(ServiceError) {
         self.settings = settings
         do {
-            let store = try Store.open(settings.paths, create: create)
+            let store = try Store.open(settings.paths, create ? .create : .migrate)
             credentials = try CredentialReader(path: settings.paths.database)
             executor = StoreExecutor(store: store, backgroundCheckpoints: backgroundCheckpoints)
         } catch {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CPosix
 import Glibc
 import SecurOTPStore
 
@@ -61,15 +62,37 @@ struct Doctor: ParsableCommand {
             }
         }
         do {
-            let store = try Store.open(paths)
+            // As the module opens it: an empty or unmigrated database is an error here too.
+            let store = try Store.open(paths, .asIs)
             let tokens = try store.tokens()
             report.ok("store opens: schema \(store.schemaVersion), \(tokens.count) tokens for \(Set(tokens.map(\.user)).count) users")
+            if tokens.isEmpty { checkEmptyStore(paths, report) }
             if !tokens.contains(where: { $0.user == "root" }) {
                 report.warning("root has no token: a stack without nullok will refuse root logins (keep a root shell open while testing)")
             }
         } catch {
             if error.code != .missing && error.code != .permissions { report.error("store: \(error.message)") }
         }
+    }
+
+    /// A store without tokens is usual on a new install, where the database and its key file
+    /// are made together. One whose database was born well after its key file was written was
+    /// made again, or replaced by an empty one, under a key that may have sealed seeds before
+    /// (a failed restore; an empty file an older securotp turned into an empty store): with
+    /// nullok, everyone then skips the second factor (issue 12 §3).
+    private func checkEmptyStore(_ paths: StorePaths, _ report: Report) {
+        var born: Int64 = 0
+        var key = stat()
+        // No birth time (file system or kernel without it): nothing to compare.
+        guard securotp_birth_time(paths.database, &born) == 0, lstat(paths.keyFile, &key) == 0 else { return }
+        let later = born - Int64(key.st_mtim.tv_sec)
+        guard later > 60 else { return }
+        let age = later >= 172_800 ? "\(later / 86_400) days" : later >= 7_200 ? "\(later / 3_600) hours" : "\(later / 60) minutes"
+        report.warning("""
+            suspicious: the store has no tokens and its database \(paths.database) is younger than its key file \(paths.keyFile) \
+            (by \(age)): was it restored, replaced or emptied? If users had tokens, restore the database from backup; \
+            with nullok, users without a token skip the second factor
+            """)
     }
 
     /// Returns the names of services that use the module.
