@@ -43,6 +43,26 @@ public enum TerminalText {
         return out
     }
 
+    /// At most `limit` scalars of `text` in double quotes, escaped — and `\` and `"` too, so
+    /// that a quote inside cannot end the quotation; a longer text is followed by `…` and its
+    /// whole length in bytes: `"\x1b]0;owned\x07…"… (60042 bytes)`. How an error quotes a
+    /// configuration value or path (a 60 KB value once became a 60 KB syslog line). Scalars, not
+    /// characters: one character can hold any number of combining marks.
+    public static func quoted(_ text: String, limit: Int = 64) -> String {
+        var out = "\""
+        var taken = 0
+        for scalar in text.unicodeScalars {
+            if taken >= limit { return out + "\"… (\(text.utf8.count) bytes)" }
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            default: out += isUnsafe(scalar) ? escape(scalar) : String(scalar)
+            }
+            taken += 1
+        }
+        return out + "\""
+    }
+
     /// The first `maxBytes` UTF-8 bytes of `text` or fewer (never a split scalar), with "…"
     /// when some were left off.
     public static func bounded(_ text: String, maxBytes: Int) -> String {

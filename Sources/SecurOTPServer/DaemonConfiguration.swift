@@ -61,7 +61,7 @@ public struct DaemonConfiguration: Sendable {
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
-            ServiceError(.config, "\(origin): \(ConfigFile.shown(key: key)): \(expectation) (got \(OutsideText.excerpt(value)))")
+            ServiceError(.config, "\(origin): \(ConfigFile.shown(key: key)): \(expectation) (got \(TerminalText.quoted(value)))")
         }
         func integer(_ range: ClosedRange<Int>) throws(ServiceError) -> Int {
             guard let number = Int(value), range.contains(number) else { throw fail("expected a whole number \(range.lowerBound)–\(range.upperBound)") }
@@ -153,7 +153,7 @@ public struct DaemonConfiguration: Sendable {
     public func validate() throws(ServiceError) {
         if (tlsCertificate == nil) != (tlsKey == nil) { throw ServiceError(.config, "tls_cert and tls_key go together; give both or neither") }
         if !usesTLS, !listen.isLocal {
-            throw ServiceError(.config, "listen = \(OutsideText.excerpt(listen.description)) without TLS: plain HTTP is allowed only on loopback or a Unix socket; set tls_cert and tls_key")
+            throw ServiceError(.config, "listen = \(TerminalText.quoted(listen.description)) without TLS: plain HTTP is allowed only on loopback or a Unix socket; set tls_cert and tls_key")
         }
         if metrics, let metricsListen, metricsListen == listen, !Self.picksPort(listen) {
             throw ServiceError(.config, "metrics_listen = \(metricsListen) is the API's listen address; give metrics a listener of its own (default \(Self.defaultMetricsListen)) or set metrics_listen = no")
@@ -163,7 +163,7 @@ public struct DaemonConfiguration: Sendable {
             do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
         }
         for file in [tlsCertificate, tlsClientCA].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
-            throw ServiceError(.config, "\(OutsideText.excerpt(file)) cannot be read")
+            throw ServiceError(.config, "\(TerminalText.quoted(file)) cannot be read")
         }
     }
 

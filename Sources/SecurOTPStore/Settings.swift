@@ -39,7 +39,7 @@ public struct Settings: Sendable, Equatable {
 
     public mutating func apply(key: String, value: String?, origin: Origin) throws(StoreError) {
         func fail(_ expectation: String) -> StoreError {
-            StoreError(.config, "\(origin.describe(key)): \(expectation) (got \(OutsideText.excerpt(value ?? "")))")
+            StoreError(.config, "\(origin.describe(key)): \(expectation) (got \(TerminalText.quoted(value ?? "")))")
         }
         func integer(_ range: ClosedRange<Int>) throws(StoreError) -> Int {
             guard let value, let number = Int(value), range.contains(number) else {
@@ -212,7 +212,7 @@ public enum ConfigFile {
         let plain = key.utf8.count <= 32 && key.utf8.allSatisfy {
             ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x5f
         }
-        return plain && !key.isEmpty ? key : OutsideText.excerpt(key)
+        return plain && !key.isEmpty ? key : TerminalText.quoted(key)
     }
 }
 

@@ -27,7 +27,7 @@ import Testing
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             return error.message.utf8.count < 300 && error.message.contains("\\x1b[2J\\u{202e}777")
-                && error.message.contains("(60007 bytes)") && !error.message.unicodeScalars.contains { OutsideText.needsEscape($0.value) }
+                && error.message.contains("(60007 bytes)") && !error.message.unicodeScalars.contains { TerminalText.isUnsafe($0) }
         }
         #expect {
             try settings.apply(fileText: "\u{1b}[31m\(String(repeating: "k", count: 1000)) = 1\n", path: "f")

@@ -43,18 +43,18 @@ struct CommandContext {
         }
         if let directory = options.stateDirectory ?? environment("SECUROTP_STATE_DIR") {
             guard directory.hasPrefix("/") else {
-                throw CLIError.usage("--state-dir must be an absolute path (got \(OutsideText.excerpt(directory)))")
+                throw CLIError.usage("--state-dir must be an absolute path (got \(TerminalText.quoted(directory)))")
             }
             settings.paths = StorePaths(stateDirectory: directory)
         } else if geteuid() != 0 {
             throw CLIError(message: "securotp manages the system token store and must run as root (or use --state-dir DIR for a private store, or --server URL for a validator)", exitCode: 77)
         }
         if let config = options.config {
-            guard config.hasPrefix("/") else { throw CLIError.usage("--config must be an absolute path (got \(OutsideText.excerpt(config)))") }
+            guard config.hasPrefix("/") else { throw CLIError.usage("--config must be an absolute path (got \(TerminalText.quoted(config)))") }
             settings.paths.config = config
         }
         if let storeKey = options.storeKey {
-            guard storeKey.hasPrefix("/") else { throw CLIError.usage("--store-key must be an absolute path (got \(OutsideText.excerpt(storeKey)))") }
+            guard storeKey.hasPrefix("/") else { throw CLIError.usage("--store-key must be an absolute path (got \(TerminalText.quoted(storeKey)))") }
             settings.paths.keyFile = storeKey
         }
         try settings.load(configRequired: options.config != nil)
