@@ -1,9 +1,10 @@
 // swift-tools-version: 6.0
 //
 // Target graph (docs/design.md, "Target graph" and "What the module may link"): everything
-// pam_securotp.so links — CPAM, COpenSSL, CSQLite, CHTTP, SecurOTPCore, SecurOTPStore,
-// SecurOTPAuth — is Foundation-free and concurrency-free and is compiled with `pamSafe`. The CLI
-// and the QR renderer may use more; the module never links them.
+// pam_securotp.so links — CPAM, COpenSSL, CSQLite, CPosix, CHTTP, SecurOTPCore, SecurOTPSecurID,
+// SecurOTPStore, SecurOTPAuth — is Foundation-free and concurrency-free, and its Swift targets
+// are compiled with `pamSafe`. The CLI and the QR renderer may use more; the module never
+// links them.
 import PackageDescription
 
 let pamSafe: [SwiftSetting] = [
