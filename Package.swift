@@ -1,8 +1,10 @@
 // swift-tools-version: 6.0
 //
-// Target graph (DESIGN.md §3): everything pam_securotp.so links — CPAM, COpenSSL, CSQLite,
-// CHTTP, SecurOTPCore, SecurOTPStore, SecurOTPAuth — is Foundation-free and concurrency-free and is
-// compiled with `pamSafe`. The CLI and the QR renderer may use more; the module never links them.
+// Target graph (docs/design.md, "Target graph" and "What the module may link"): everything
+// pam_securotp.so links — CPAM, COpenSSL, CSQLite, CPosix, CHTTP, SecurOTPCore, SecurOTPSecurID,
+// SecurOTPStore, SecurOTPAuth — is Foundation-free and concurrency-free, and its Swift targets
+// are compiled with `pamSafe`. The CLI and the QR renderer may use more; the module never
+// links them.
 import PackageDescription
 
 let pamSafe: [SwiftSetting] = [
@@ -86,7 +88,7 @@ let package = Package(
         ]),
 
         // The .so: only the @_cdecl entry points. Swift runtime linked statically, exports
-        // limited to pam_sm_* by the version script (DESIGN.md §3).
+        // limited to pam_sm_* by the version script (docs/design.md, "What the module may link").
         .target(
             name: "PAMModule",
             dependencies: ["SecurOTPAuth"],

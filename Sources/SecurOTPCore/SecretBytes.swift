@@ -1,7 +1,8 @@
 import COpenSSL
 
 /// Key material kept out of `String` and out of copy-on-write arrays: one heap buffer that this
-/// object owns and wipes (OPENSSL_cleanse) when it goes away (DESIGN.md §3).
+/// object owns and wipes (OPENSSL_cleanse) when it goes away (docs/design.md, "What the
+/// module may link").
 public final class SecretBytes {
     public let count: Int
     private let storage: UnsafeMutablePointer<UInt8>

@@ -7,10 +7,15 @@ import SecurOTPService
 import SecurOTPStore
 
 /// The TokenService of a PostgreSQL database that several securotpd nodes share. Decisions
-/// come from the same VerificationEngine as the SQLite store; each runs in one transaction
-/// that first takes a per-user advisory lock (so two nodes serialise on a user like two
-/// logins on one SQLite file) and writes with conditional updates, so exactly-once holds even
-/// if the lock were bypassed. Every node needs the same key file: it seals the seeds.
+/// come from the same VerificationEngine as the SQLite store, and every write they make is a
+/// conditional update (PostgresWrites), so exactly-once holds across nodes without a lock.
+/// Token codes, the common case, are verified in batches (PostgresTokenService+Batch.swift,
+/// BatchQueue): one read for the batch and one call of `securotp_apply_committed` that
+/// commits it; a verification that lost its race decides again in the next batch. Recovery
+/// codes, hosts with offline codes, OCRA challenges (issued or answered), dialogue answers and
+/// verifications that lost three races run in one transaction under a per-user advisory lock
+/// instead (so two nodes serialise on a user like two logins on one SQLite file). Every node
+/// needs the same key file: it seals the seeds.
 public final class PostgresTokenService: TokenService, @unchecked Sendable {
     public let storeKind = "postgres"
     let client: PostgresClient

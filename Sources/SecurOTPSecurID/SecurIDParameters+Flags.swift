@@ -13,8 +13,7 @@ extension SecurIDParameters {
     public static let flagMode: UInt16 = 0x0400
     /// Bit 9: time-derived seeds.
     public static let flagTimeDerived: UInt16 = 0x0200
-    /// Bit 5: feature bit 6.
-    public static let flagFeature6: UInt16 = 0x0020
+    // Bit 5 (feature bit 6) is kept in `flags` as read; nothing depends on it.
     /// Bit 4: AddPIN (PIN mode bit 1); bit 3: LocalPIN (PIN mode bit 0).
     public static let flagAddPIN: UInt16 = 0x0010
     public static let flagLocalPIN: UInt16 = 0x0008

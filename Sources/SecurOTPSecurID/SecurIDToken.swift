@@ -19,11 +19,6 @@ public struct SecurIDToken {
         self.parameters = parameters
     }
 
-    /// True when the seed, serial and parameters can produce codes.
-    public var isWellFormed: Bool {
-        seed.count == SecurIDCrypto.blockSize && serialBCD() != nil && parameters.problem == nil
-    }
-
     /// The tokencode shown at `unixTime` (without any PIN), `parameters.digits` ASCII digits.
     public func tokencode(at unixTime: Int64) -> [UInt8] {
         guard parameters.problem == nil else { return [] }
@@ -72,11 +67,6 @@ public struct SecurIDToken {
     /// character other than an ASCII digit.
     public static func addPIN(_ pin: [UInt8], to code: [UInt8]) -> [UInt8] {
         combine(pin, code, sign: 1)
-    }
-
-    /// The inverse of `addPIN`: the tokencode inside a PINPad passcode, given the PIN.
-    public static func subtractPIN(_ pin: [UInt8], from passcode: [UInt8]) -> [UInt8] {
-        combine(pin, passcode, sign: -1)
     }
 
     // MARK: - Internals (internal for tests)

@@ -1,10 +1,10 @@
 import CPosix
 import SecurOTPCore
 
-/// A host's offline codes for one user (issue 4.6, DESIGN.md §7): slow, salted hashes of the
-/// user's coming HOTP codes that a validator handed this host after an online login, what the
-/// host used of them while the validator was unreachable (reported with the next online
-/// request), and the host's own failure count for offline logins.
+/// A host's offline codes for one user (issue 4.6; docs/design.md, "Where a verification
+/// goes"): slow, salted hashes of the user's coming HOTP codes that a validator handed this
+/// host after an online login, what the host used of them while the validator was unreachable
+/// (reported with the next online request), and the host's own failure count for offline logins.
 ///
 /// On disk: one owner-only text file per user, written atomically, its last line an
 /// HMAC-SHA256 over the rest under the host credential's hash (the same pepper the code hashes

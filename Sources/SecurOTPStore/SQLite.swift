@@ -1,7 +1,8 @@
 import CSQLite
 
 /// A thin wrapper over the system libsqlite3: one connection, prepared statements, and
-/// `BEGIN IMMEDIATE` transactions for read-validate-write (DESIGN.md §5).
+/// `BEGIN IMMEDIATE` transactions for read-validate-write (docs/design.md, "Storage and
+/// exactly once").
 public final class SQLiteDatabase {
     private let handle: OpaquePointer
     public let path: String

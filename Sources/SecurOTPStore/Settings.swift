@@ -4,7 +4,7 @@ import SecurOTPCore
 /// Every setting of the PAM module and the CLI, read from `securotp.conf` (`key = value`,
 /// `#` comments) and overridden by module arguments (`key=value` or a bare flag). One setter
 /// serves both, so a key means the same everywhere; unknown keys and bad values are errors
-/// that name the file and line (DESIGN.md §6).
+/// that name the file and line (docs/design.md, "Configuration").
 public struct Settings: Sendable, Equatable {
     public var paths = StorePaths()
     public var policy = VerifyPolicy()

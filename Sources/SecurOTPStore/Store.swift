@@ -356,5 +356,4 @@ extension Store {
     public func checkpoint() throws(StoreError) { try db.checkpoint() }
 
     public var schemaVersion: Int64 { (try? db.userVersion()) ?? 0 }
-    public static var supportedSchemaVersion: Int64 { Schema.currentVersion }
 }

@@ -1,6 +1,6 @@
 /// The module's remote mode: `validator=` names a securotpd that decides every login instead
-/// of the local store (DESIGN.md §7). Without `validator=`, the module works locally and the
-/// other keys here must not be set.
+/// of the local store (docs/design.md, "Where a verification goes"). Without `validator=`, the
+/// module works locally and the other keys here must not be set.
 public struct ValidatorSettings: Sendable, Equatable {
     public var address: ValidatorAddress?
     /// The host credential file (`securotp host add NAME --output FILE`): root-owned, 0600.

@@ -1,5 +1,6 @@
-// The shape of the shipped module (DESIGN.md §3): only the PAM entry points exported, the Swift
-// runtime linked in (no libswift*.so needed at run time), and loadable with every symbol bound.
+// The shape of the shipped module (docs/design.md, "What the module may link"): only the PAM
+// entry points exported, the Swift runtime linked in (no libswift*.so needed at run time), and
+// loadable with every symbol bound.
 import Foundation
 import Testing
 

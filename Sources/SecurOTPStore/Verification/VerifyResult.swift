@@ -20,7 +20,11 @@ public enum VerifyOutcome: Sendable, Equatable {
 
 public struct VerifyResult: Sendable, Equatable {
     public var outcome: VerifyOutcome
-    /// The user has no active token (also for unknown users).
+    /// Whether the user has tokens: false when the answer was checked against the user's
+    /// tokens and the snapshot held no active one (expired ones count as tokens) — a user
+    /// without tokens, or an unknown user. True otherwise, also for a locked user and a
+    /// recovery-code attempt, which are not checked against tokens. No product decides on it
+    /// (nullok and preflight's `has_tokens` ask the store before the prompt); tests read it.
     public var userHasTokens: Bool
     /// Failures so far after this attempt, and whether this attempt caused a lock.
     public var failures: Int
