@@ -114,8 +114,8 @@ import Testing
                 && error.message.contains("securotp --state-dir \(scratch.directory) status")
         }
         #expect(try SQLiteDatabase(path: scratch.paths.database, create: false).userVersion() == 3, "refused, and left as it was")
-        #expect(try Store.open(scratch.paths, .migrate).schemaVersion == Store.supportedSchemaVersion)
-        #expect(try Store.open(scratch.paths, .asIs).schemaVersion == Store.supportedSchemaVersion)
+        #expect(try Store.open(scratch.paths, .migrate).schemaVersion == Schema.currentVersion)
+        #expect(try Store.open(scratch.paths, .asIs).schemaVersion == Schema.currentVersion)
     }
 
     @Test(arguments: [StoreOpenMode.asIs, .migrate])
@@ -125,7 +125,7 @@ import Testing
         let paths = StorePaths(stateDirectory: directory)
         #expect(throws: StoreError(.missing, "")) { try Store.open(paths, mode) }
         #expect(!FileManager.default.fileExists(atPath: paths.database))
-        #expect(try Store.open(paths, .create).schemaVersion == Store.supportedSchemaVersion)
+        #expect(try Store.open(paths, .create).schemaVersion == Schema.currentVersion)
         let left = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.contains(".new-") }
         #expect(left.isEmpty, "the temporary database was left behind: \(left)")
     }

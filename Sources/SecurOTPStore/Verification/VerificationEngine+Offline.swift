@@ -1,8 +1,8 @@
 import SecurOTPCore
 
 /// HOTP codes a validator hands to one host for logins while the validator is unreachable
-/// (DESIGN.md §7). The host gets slow, salted, host-keyed hashes of the token's coming codes —
-/// never the seed — and the validator reserves those counter values for that host: the token's
+/// (docs/design.md, "Where a verification goes"). The host gets slow, salted, host-keyed
+/// hashes of the token's coming codes — never the seed — and the validator reserves those counter values for that host: the token's
 /// counter moves past them, so no other host can accept them, and only that host (online or
 /// off) can. A used offline code is reported with the host's next online request and
 /// withdrawn before anything else is checked, so each reserved code is accepted once.
