@@ -93,7 +93,7 @@ install: build
 # Refuses while a PAM stack still names the module (it would refuse every login once the file is
 # gone); FORCE=yes removes anyway. Lists what stays: the key, the database, the configuration.
 uninstall:
-	scripts/pam-stacks-check.sh uninstall $(if $(filter yes,$(FORCE)),--force)
+	PAM_DIR_ETC=$(DESTDIR)/etc/pam.d scripts/pam-stacks-check.sh uninstall $(if $(filter yes,$(FORCE)),--force)
 	rm -f $(DESTDIR)$(PAM_DIR)/pam_securotp.so $(DESTDIR)$(PREFIX)/sbin/securotp $(DESTDIR)$(PREFIX)/bin/securotp-authenticator \
 	      $(DESTDIR)$(PREFIX)/sbin/securotpd $(DESTDIR)/etc/systemd/system/securotpd.service $(DESTDIR)$(PREFIX)/share/man/man8/securotpd.8 \
 	      $(DESTDIR)$(PREFIX)/share/man/man8/pam_securotp.8 $(DESTDIR)$(PREFIX)/share/man/man8/securotp.8 \
