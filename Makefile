@@ -4,24 +4,41 @@
 # .build/embedded/pam_securotp.so: no Swift runtime; this is the one installed, demoed and
 # benchmarked) and by SwiftPM with the static Swift runtime (.build/release/libpam_securotp.so,
 # for `swift build` users). The integration tests run against both.
-SWIFT ?= swift
+# swift from PATH, else the toolchain's usual place (`sudo make …` runs with sudo's secure_path,
+# which does not name it).
+SWIFT ?= $(or $(shell command -v swift 2>/dev/null),$(wildcard /opt/swift/usr/bin/swift),swift)
 PREFIX ?= /usr/local
 PAM_DIR ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH >/dev/null 2>&1 && echo /lib/$$(dpkg-architecture -qDEB_HOST_MULTIARCH)/security || echo /lib/security)
-BIN = $(shell $(SWIFT) build -c release --show-bin-path)
+# SwiftPM's link to the release products (x86_64-unknown-linux-gnu/release on this machine).
+BIN = $(CURDIR)/.build/release
 MODULE = $(CURDIR)/.build/embedded/pam_securotp.so
 
 # Fuzzing: every parser's libFuzzer harness for FUZZ_SECONDS each (fuzz/README.md).
 FUZZ_SECONDS ?= 20
 
-.PHONY: all build demo test bench bench-timing bench-validator fuzz install uninstall clean
+.PHONY: all build demo test test-deb deb bench bench-timing bench-validator fuzz install uninstall clean
 
 all: build
 
+# The programs link the Swift runtime and Foundation statically: what `make install` copies runs
+# on a machine without Swift.
 build:
 	scripts/install-deps.sh build
 	scripts/module-static-libs.sh
-	$(SWIFT) build -c release
-	pam/embedded/build.sh
+	$(SWIFT) build -c release --static-swift-stdlib
+	PATH="$(dir $(SWIFT)):$$PATH" pam/embedded/build.sh
+
+# Debian packages (debian/, debhelper) in dist/: libpam-securotp, securotp, securotpd,
+# securotp-authenticator. The version comes from the tree (scripts/deb-changelog.sh).
+deb:
+	scripts/install-deps.sh deb
+	scripts/deb-build.sh
+
+# The packages on a clean Debian 12 root: apt install, pam-auth-update, sudo, su, login, sshd,
+# upgrade, remove, purge (tests/packaging/README.md).
+test-deb: deb
+	scripts/install-deps.sh test-deb
+	tests/packaging/clean-root-test.sh
 
 demo:
 	scripts/install-deps.sh demo
@@ -61,6 +78,8 @@ bench-validator:
 	$(MAKE) --no-print-directory build
 	SECUROTPD_BIN="$(BIN)/securotpd" SECUROTP_CLI="$(BIN)/securotp" bench/validator/run.sh
 
+# `make build` first as yourself; `sudo make install` then builds nothing when it is up to date
+# and finds swift even where sudo's secure_path hides it.
 install: build
 	install -d $(DESTDIR)$(PAM_DIR) $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin $(DESTDIR)/etc/securotp \
 	           $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man1
@@ -72,14 +91,22 @@ install: build
 	install -m 0644 packaging/systemd/securotpd.service $(DESTDIR)/etc/systemd/system/securotpd.service
 	install -m 0644 docs/man/pam_securotp.8 docs/man/securotp.8 docs/man/securotpd.8 $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 0644 docs/man/securotp-authenticator.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/securotp
+	install -m 0644 docs/validator.md docs/configuration.md docs/rollout.md $(DESTDIR)$(PREFIX)/share/doc/securotp/
 	[ -e $(DESTDIR)/etc/securotp/securotp.conf ] || install -m 0600 packaging/securotp.conf $(DESTDIR)/etc/securotp/securotp.conf
 	[ -e $(DESTDIR)/etc/securotp/securotpd.conf ] || install -m 0600 packaging/securotpd.conf $(DESTDIR)/etc/securotp/securotpd.conf
 
+# Refuses while a PAM stack still names the module (it would refuse every login once the file is
+# gone); FORCE=yes removes anyway. Lists what stays: the key, the database, the configuration.
 uninstall:
+	PAM_DIR_ETC=$(DESTDIR)/etc/pam.d scripts/pam-stacks-check.sh uninstall $(if $(filter yes,$(FORCE)),--force)
 	rm -f $(DESTDIR)$(PAM_DIR)/pam_securotp.so $(DESTDIR)$(PREFIX)/sbin/securotp $(DESTDIR)$(PREFIX)/bin/securotp-authenticator \
 	      $(DESTDIR)$(PREFIX)/sbin/securotpd $(DESTDIR)/etc/systemd/system/securotpd.service $(DESTDIR)$(PREFIX)/share/man/man8/securotpd.8 \
 	      $(DESTDIR)$(PREFIX)/share/man/man8/pam_securotp.8 $(DESTDIR)$(PREFIX)/share/man/man8/securotp.8 \
 	      $(DESTDIR)$(PREFIX)/share/man/man1/securotp-authenticator.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/doc/securotp
+	@echo "Kept (remove by hand if you mean it): /etc/securotp/securotp.key (without it no seed opens),"
+	@echo "  /var/lib/securotp/ (token database, offline codes), /etc/securotp/securotp.conf, securotpd.conf, host credentials"
 
 clean:
-	rm -rf .build bench/pam/out bench/validator/out bench/validator/vbench
+	rm -rf .build dist bench/pam/out bench/validator/out bench/validator/vbench

@@ -42,6 +42,9 @@ let package = Package(
         // HTTP(S) to a validator through libcurl, loaded with dlopen only when used (the
         // module's remote mode and the CLI's --server).
         .target(name: "CHTTP"),
+        // The application side of PAM (pam_start + libpam_misc's terminal conversation) for
+        // `securotp test`. CLI only: the module never links it.
+        .target(name: "CPAMClient", linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("pam_misc")]),
 
         // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
@@ -116,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres", "SecurOTPCommandLine",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres", "SecurOTPCommandLine", "CPAMClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

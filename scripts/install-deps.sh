@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages securotp needs to build, test, demo or benchmark — only the
-# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench|fuzz
+# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench|fuzz|deb|test-deb
 set -euo pipefail
 
 # libcurl4-openssl-dev: headers only; libcurl4: the library the module and CLI dlopen
@@ -19,6 +19,11 @@ bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator li
 # libFuzzer, AddressSanitizer and lld come with the Swift toolchain; the PSKC harnesses load
 # FoundationXML, which needs libxml2. (fuzz/corpus/generate.py, not run by CI, uses PyPI python-pskc.)
 fuzz=("${build[@]}" libxml2)
+# deb: make deb (debhelper builds, lintian checks; libxml2-dev: the static Foundation's XML
+# part links libxml2). test-deb: the clean-root test (mmdebstrap builds a Debian 12 root from
+# the archive; systemd-analyze checks the unit offline).
+deb=("${build[@]}" libxml2-dev debhelper dpkg-dev fakeroot lintian)
+test_deb=(mmdebstrap systemd tmux)
 
 case "${1:-build}" in
   build) wanted=("${build[@]}") ;;
@@ -26,7 +31,9 @@ case "${1:-build}" in
   demo) wanted=("${demo[@]}") ;;
   bench) wanted=("${bench[@]}") ;;
   fuzz) wanted=("${fuzz[@]}") ;;
-  *) echo "usage: $0 build|test|demo|bench|fuzz" >&2; exit 64 ;;
+  deb) wanted=("${deb[@]}") ;;
+  test-deb) wanted=("${deb[@]}" "${test_deb[@]}") ;;
+  *) echo "usage: $0 build|test|demo|bench|fuzz|deb|test-deb" >&2; exit 64 ;;
 esac
 
 # PyPI tools the tests use as independent oracles (no Debian packages exist for them).

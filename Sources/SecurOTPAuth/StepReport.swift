@@ -46,7 +46,8 @@ extension PAMSession {
     /// PAM_AUTH_ERR for everything else.
     func conclude(_ report: StepReport, user: String) -> Int32 {
         let note = report.note.isEmpty ? "" : " (\(report.note))"
-        let failures = "\(report.failures) consecutive failures\(report.source)"
+        let count = "\(report.failures) consecutive failure\(report.failures == 1 ? "" : "s")"
+        let failures = "\(count)\(report.source)"
         var result = PAM_AUTH_ERR
         switch report.outcome {
         case .accepted(let serial):
@@ -60,7 +61,10 @@ extension PAMSession {
             let lift = report.source.isEmpty ? "securotp unlock \(user)" : "securotp unlock \(user) on the validator"
             log(LOG_NOTICE, "\(user) is locked after repeated failures; code not checked (lift with: \(lift))\(report.source)")
         case .replayed:
-            log(LOG_WARNING, "refused a replayed code for \(user)\(note); \(failures)")
+            // The engine's note says "replayed code (token N)" already: keep what it adds.
+            let prefix = "replayed code "
+            let detail = report.note.hasPrefix(prefix) ? " " + String(report.note.dropFirst(prefix.count)) : note
+            log(LOG_WARNING, "refused a replayed code for \(user)\(detail); \(failures)")
         case .rejected:
             log(LOG_NOTICE, "rejected code for \(user)\(note); \(failures)")
         }
@@ -68,7 +72,7 @@ extension PAMSession {
         if let error = report.error { self.error(error) }
         if report.lockedNow {
             let until = report.lockDuration.map { ", \($0)" } ?? ""
-            log(LOG_WARNING, "locked \(user) after \(report.failures) consecutive failures\(until)\(report.source)")
+            log(LOG_WARNING, "locked \(user) after \(count)\(until)\(report.source)")
         }
         return result
     }

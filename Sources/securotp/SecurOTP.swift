@@ -18,7 +18,9 @@ struct SecurOTP: AsyncParsableCommand {
         With --server URL --credential FILE (or SECUROTP_SERVER, SECUROTP_CREDENTIAL, SECUROTP_CA_FILE) every command runs on a securotpd validator instead, with the same output.
 
         Typical first steps:
+          securotp init                    # the store and its key (packages do this)
           securotp enroll alice            # TOTP token, QR code for the phone
+          securotp test alice              # log alice in through /etc/pam.d/sudo, here
           securotp doctor                  # check config, permissions and PAM stacks
           securotp list alice
           securotp --server https://otp.example.com:8443 --credential /root/admin.cred list
@@ -26,7 +28,7 @@ struct SecurOTP: AsyncParsableCommand {
         version: SecurOTPVersion.string,
         subcommands: [Enroll.self, Import.self, ImportBatch.self, List.self, Nickname.self, Delete.self, Reset.self,
                       PIN.self, Resync.self, RecoveryCodesCommand.self,
-                      BindingIDCommand.self, Unlock.self, Status.self, Doctor.self,
+                      BindingIDCommand.self, Unlock.self, Status.self, Doctor.self, Init.self, KeyCommand.self, TestLogin.self,
                       HostCommand.self, AdminCommand.self, Audit.self]
     )
 

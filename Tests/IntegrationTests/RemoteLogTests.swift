@@ -43,10 +43,10 @@ struct RemoteLogTests {
             lines.contains { $0.hasPrefix(Self.priority(level)) && $0.contains(text) && $0.hasSuffix("[validator]") }
         }
         #expect(logged(LOG_INFO, "accepted code for root (token \(token.serial)"), "\(lines)")
-        #expect(logged(LOG_WARNING, "refused a replayed code for root (replayed code (token \(token.serial)))"), "\(lines)")
+        #expect(logged(LOG_WARNING, "refused a replayed code for root (token \(token.serial));"), "\(lines)")
         #expect(logged(LOG_NOTICE, "securotp-it-bob must set a new PIN for token"), "\(lines)")
         #expect(logged(LOG_NOTICE, "securotp-it-bob set a new PIN for token"), "\(lines)")
-        #expect(logged(LOG_NOTICE, "rejected code for root (wrong code); 1 consecutive failures"), "\(lines)")
+        #expect(logged(LOG_NOTICE, "rejected code for root (wrong code); 1 consecutive failure"), "\(lines)")
         #expect(logged(LOG_WARNING, "locked root after 3 consecutive failures"), "\(lines)")
         #expect(logged(LOG_NOTICE, "root is locked after repeated failures; code not checked (lift with: securotp unlock root on the validator)"), "\(lines)")
 

@@ -127,7 +127,7 @@ struct RemoteOfflineTests {
         #expect(try log.login(box, down, "root", [laptop.code(1)]).status == PAM.success)
         let lines = log.lines()
         #expect(lines.contains { $0.contains("unavailable during preflight") && $0.contains("checking root against this host's offline codes") }, "\(lines)")
-        #expect(lines.contains { $0.contains("rejected code for root (not one of this host's offline codes); 1 consecutive failures [offline]") }, "\(lines)")
+        #expect(lines.contains { $0.contains("rejected code for root (not one of this host's offline codes); 1 consecutive failure [offline]") }, "\(lines)")
         #expect(lines.contains { $0.contains("accepted code for root (token \(laptop.serial), offline code, 1 left on this host) [offline]") }, "\(lines)")
         let typed = [wrong, try laptop.code(1)]
         for line in lines.map({ $0.replacingOccurrences(of: laptop.serial, with: "S") }) {

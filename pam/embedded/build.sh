@@ -4,10 +4,11 @@
 # /proc/self/maps and parses SWIFT_* environment variables when it is loaded), no libstdc++,
 # a module of a few hundred KB that loads like a C module. bench/README.md has the numbers.
 #
-# Output: .build/embedded/pam_securotp.so. Usage: pam/embedded/build.sh
+# Output: .build/embedded/pam_securotp.so (SECUROTP_EMBEDDED_OUT=DIR: DIR/pam_securotp.so).
+# Usage: pam/embedded/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-out=.build/embedded
+out=${SECUROTP_EMBEDDED_OUT:-.build/embedded}
 mkdir -p "$out"
 swiftc=$(command -v swiftc)
 clang=$(dirname "$swiftc")/clang
@@ -40,9 +41,10 @@ build_module SecurOTPStore Sources/SecurOTPStore
 build_module SecurOTPAuth Sources/SecurOTPAuth
 build_module PAMModule pam/pam_securotp
 
-# Static libcrypto/libsqlite3 when available (scripts/module-static-libs.sh), else shared.
+# Static libcrypto/libsqlite3 when available (scripts/module-static-libs.sh), else shared;
+# SECUROTP_MODULE_LINK=dynamic always links the shared ones (the Debian package does).
 libs=(-lcrypto -lsqlite3)
-[ -d .build/module-static-libs ] && libs=(-L.build/module-static-libs -l:libcrypto.a -l:libsqlite3.a)
+[ -d .build/module-static-libs ] && [ "${SECUROTP_MODULE_LINK:-static}" != dynamic ] && libs=(-L.build/module-static-libs -l:libcrypto.a -l:libsqlite3.a)
 # String comparison and hashing need the Unicode tables the full runtime would carry.
 unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
 "$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \

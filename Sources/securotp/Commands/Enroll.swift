@@ -124,7 +124,8 @@ struct Enroll: AsyncParsableCommand {
             print("URI:     \(uri)")
             print("Secret:  \(Self.grouped(enrolled.secret))   (for manual entry; \(hashAlgorithm.name), \(token.digits) digits\(hotp ? ", counter \(parameters.counter)" : ", \(parameters.period) s"))")
             if let path = qrPNG { print("QR PNG:  \(path)") }
-            print("\nThis secret is not shown again. Test it before you log out: the code from the app is what the login asks for.")
+            print("\nThis secret is not shown again. Test it before you log out, with the code from the app:")
+            print("  securotp test \(user)                  # the sudo stack; --service sshd|su|login for the others")
         }
     }
 
