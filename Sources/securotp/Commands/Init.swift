@@ -32,7 +32,7 @@ struct Init: AsyncParsableCommand {
         let paths = context.settings.paths
         let keyExisted = access(paths.keyFile, F_OK) == 0
         let databaseExisted = access(paths.database, F_OK) == 0
-        let store = try Store.open(paths, create: true)
+        let store = try Store.open(paths, .create)
         let schema = store.schemaVersion
         if !keyExisted || !quiet {
             print("Key file: \(paths.keyFile) (\(keyExisted ? "exists, checked" : "created, owner-only; back it up: without it no seed opens"))")
