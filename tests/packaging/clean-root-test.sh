@@ -52,7 +52,13 @@ base=$work/bookworm-$(echo "$tools" | sha256sum | cut -c1-12).tar
 if [ ! -f "$base" ] || [ -n "$(find "$base" -mtime +7)" ]; then
   step "mmdebstrap bookworm (cached in $base)"
   rm -f "$work"/bookworm-*.tar
-  mmdebstrap --quiet --format=tar --variant=apt --include="$tools" --skip=cleanup/apt/lists bookworm "$base.tmp" || exit 1
+  # The archive is across the network: a dropped connection is tried again, twice.
+  for try in 1 2 3; do
+    mmdebstrap --quiet --format=tar --variant=apt --include="$tools" --skip=cleanup/apt/lists bookworm "$base.tmp" && break
+    [ "$try" -lt 3 ] || exit 1
+    echo "mmdebstrap failed (try $try of 3); again in 20 s" >&2
+    sleep 20
+  done
   mv "$base.tmp" "$base"
 fi
 step "fresh root from $(basename "$base") ($(du -m "$base" | cut -f1) MB)"
