@@ -208,4 +208,20 @@ struct CLITests {
         #expect(errors.count == 1, "\(flagged)")
         #expect(errors.first?.contains("\(service):2") == true && errors.first?.contains("sufficient") == true, "\(flagged)")
     }
+
+    @Test("doctor lists users locked now, who are refused even with the right code")
+    func doctorListsLockedUsers() throws {
+        let box = try Sandbox()
+        let token = try box.enroll("root", ["--hotp"])
+        let pamDirectory = box.path("doctor.d")
+        try #require(mkdir(pamDirectory, 0o755) == 0)
+        func doctor() throws -> ProcessResult { try box.cli(["doctor", "--pam-dir", pamDirectory]) }
+        #expect(try !doctor().lines.contains { $0.contains("locked now") })
+        let service = try box.service("lock-now", ["deny=1", "unlock_time=0"])
+        #expect(try box.login(service, "root", [try Oath.wrongHOTP(token.secret)]).status == PAM.authError)
+        let locked = try doctor()
+        #expect(locked.lines.contains { $0.hasPrefix("warning") && $0.contains("locked now: root") && $0.contains("securotp unlock") }, "\(locked)")
+        #expect(try box.cli(["unlock", "root"]).status == 0)
+        #expect(try !doctor().lines.contains { $0.contains("locked now") })
+    }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CPosix
 import Glibc
+import SecurOTPCore
 import SecurOTPStore
 
 /// Checks a configuration and the PAM stacks before an admin relies on them.
@@ -69,6 +70,14 @@ struct Doctor: ParsableCommand {
             if tokens.isEmpty { checkEmptyStore(paths, report) }
             if !tokens.contains(where: { $0.user == "root" }) {
                 report.warning("root has no token: a stack without nullok will refuse root logins (keep a root shell open while testing)")
+            }
+            // A locked user is refused even with the right code, and is not told so at the prompt.
+            let locked = try store.lockedUsers(now: Int64(time(nil))).filter { $0 != Store.unresolvedUsersKey }
+            if !locked.isEmpty {
+                report.warning("""
+                    locked now: \(locked.map { TerminalText.escaped($0) }.joined(separator: ", ")) — refused even with the right code \
+                    until the lock ends (unlock_time) or: securotp unlock USER
+                    """)
             }
         } catch {
             if error.code != .missing && error.code != .permissions { report.error("store: \(error.message)") }
