@@ -22,25 +22,14 @@ public enum TerminalText {
     /// `text` with every unsafe scalar as a visible escape: `\x1b` below U+0100, `\u{202e}`
     /// above. Safe text comes back unchanged.
     public static func escaped(_ text: String) -> String {
-        if isSafe(text) { return text }
-        var out = ""
-        for scalar in text.unicodeScalars {
-            if isUnsafe(scalar) { out += escape(scalar) } else { out.unicodeScalars.append(scalar) }
-        }
-        return out
+        isSafe(text) ? text : escapedPrefix(text, limit: Int.max, quoting: false).text
     }
 
     /// At most `maxScalars` scalars of `text`, escaped, with "…" when some were left off:
     /// how an invalid name is named in an error message or the audit log.
     public static func excerpt(_ text: String, maxScalars: Int = 32) -> String {
-        var out = ""
-        var count = 0
-        for scalar in text.unicodeScalars {
-            if count >= maxScalars { return out + "…" }
-            out += isUnsafe(scalar) ? escape(scalar) : String(scalar)
-            count += 1
-        }
-        return out
+        let (body, cut) = escapedPrefix(text, limit: maxScalars, quoting: false)
+        return cut ? body + "…" : body
     }
 
     /// At most `limit` scalars of `text` in double quotes, escaped — and `\` and `"` too, so
@@ -49,18 +38,28 @@ public enum TerminalText {
     /// configuration value or path (a 60 KB value once became a 60 KB syslog line). Scalars, not
     /// characters: one character can hold any number of combining marks.
     public static func quoted(_ text: String, limit: Int = 64) -> String {
-        var out = "\""
+        let (body, cut) = escapedPrefix(text, limit: limit, quoting: true)
+        return "\"" + body + (cut ? "\"… (\(text.utf8.count) bytes)" : "\"")
+    }
+
+    /// The first `limit` scalars of `text` with the unsafe ones escaped (with `quoting`, also
+    /// `\` and `"`), and whether scalars were left off.
+    private static func escapedPrefix(_ text: String, limit: Int, quoting: Bool) -> (text: String, cut: Bool) {
+        var out = ""
         var taken = 0
         for scalar in text.unicodeScalars {
-            if taken >= limit { return out + "\"… (\(text.utf8.count) bytes)" }
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            default: out += isUnsafe(scalar) ? escape(scalar) : String(scalar)
+            if taken >= limit { return (out, true) }
+            if quoting && (scalar == "\\" || scalar == "\"") {
+                out += "\\"
+                out.unicodeScalars.append(scalar)
+            } else if isUnsafe(scalar) {
+                out += escape(scalar)
+            } else {
+                out.unicodeScalars.append(scalar)
             }
             taken += 1
         }
-        return out + "\""
+        return (out, false)
     }
 
     /// The first `maxBytes` UTF-8 bytes of `text` or fewer (never a split scalar), with "…"

@@ -21,7 +21,7 @@ struct FailureRow {
             return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: state.failures, lockedNow: false, note: note),
                          writes: [])
         }
-        let failures = state.failures < Int.max ? state.failures + 1 : state.failures // a damaged row must not trap
+        let failures = Self.oneMore(state.failures)
         return settle(failures, policy, now, outcome: outcome, hasTokens: hasTokens, note: note)
     }
 
@@ -36,7 +36,7 @@ struct FailureRow {
     /// itself — the answer may still be right — but a count that reached `deny` with no answer
     /// locks at the next attempt (`staleLock`).
     func charge(_ state: UserState, _ now: Int64) -> (failures: Int, write: StateWrite) {
-        let failures = state.failures < Int.max ? state.failures + 1 : state.failures
+        let failures = Self.oneMore(state.failures)
         return (failures, .setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: 0), at: now))
     }
 
@@ -52,7 +52,7 @@ struct FailureRow {
     /// values would not do: SQLite leaves an unchanged row's page clean, and commits without
     /// an fsync.) The lock itself does not move.
     func whileLocked(_ now: Int64) -> VerificationEngine.Decision<VerifyResult> {
-        let failures = read.failures < Int.max ? read.failures + 1 : read.failures
+        let failures = Self.oneMore(read.failures)
         return .init(result: VerifyResult(outcome: .locked, userHasTokens: true, failures: failures, lockedNow: false),
                      writes: [.setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: read.lockedUntil), at: now)])
     }
@@ -64,4 +64,7 @@ struct FailureRow {
         return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: failures, lockedNow: lockNow, note: note),
                      writes: [.setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: lockedUntil), at: now)])
     }
+
+    /// One more failure; a damaged row at the maximum must not trap.
+    private static func oneMore(_ failures: Int) -> Int { failures < Int.max ? failures + 1 : failures }
 }
