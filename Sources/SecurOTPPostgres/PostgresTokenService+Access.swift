@@ -42,7 +42,7 @@ extension PostgresTokenService {
                 VALUES (\(record.id), \(kind.rawValue), \(record.name), \(Self.bytea(record.secretHash)), \(record.users.joined(separator: ",")),
                         \(record.groups.joined(separator: ",")), \(Int64(record.offlineCodes)), \(record.created))
                 """, logger: self.logger)
-            try await self.append(Self.entry(caller, "\(kind.rawValue) add", user: "", detail: record.name, now: record.created), connection)
+            try await self.append(AuditEntry(caller, "\(kind.rawValue) add", user: "", detail: record.name, time: record.created), connection)
         }
         return CredentialCreated(name: record.name, kind: kind.rawValue, credential: credential.text)
     }
@@ -69,7 +69,7 @@ extension PostgresTokenService {
             guard revoked > 0 else {
                 throw ServiceError(.notFound, "no \(kind.rawValue) named \(name) has a credential in force; see: securotp \(kind.rawValue) list")
             }
-            try await self.append(Self.entry(caller, "\(kind.rawValue) revoke", user: "", detail: name, now: now), connection)
+            try await self.append(AuditEntry(caller, "\(kind.rawValue) revoke", user: "", detail: name, time: now), connection)
         }
         credentialCache.forget(kind: kind, name: name)
     }

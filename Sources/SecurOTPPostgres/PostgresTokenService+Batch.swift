@@ -4,10 +4,7 @@ import SecurOTPStore
 
 /// A verification waiting for a batch.
 struct VerificationJob: Sendable {
-    let user: String
-    let input: [UInt8]
-    let codeAtEnd: Bool
-    let caller: Caller
+    let call: VerifyCall
     let continuation: CheckedContinuation<VerifyResponse?, any Error>
     /// Batches whose write this job's write lost to another node's (or batch's) verification.
     var lostRaces = 0
@@ -57,25 +54,19 @@ extension PostgresTokenService {
     /// One outcome per job: its response, nil when its writes lost a race, or its own error.
     private func verifyBatch(_ jobs: [VerificationJob], _ connection: PostgresConnection) async throws -> [Result<VerifyResponse?, any Error>] {
         let now = Self.now()
-        let reads = try await verificationReads(users: jobs.map(\.user), connection)
+        let reads = try await verificationReads(users: jobs.map(\.call.user), connection)
         var outcomes: [Result<VerifyResponse?, any Error>] = []
         var documents: [[PostgresWrites.Op]] = []
         var documentOf: [Int: Int] = [:]
         for (index, job) in jobs.enumerated() {
             do {
                 // unnest gives every user asked about a row; a missing one fails closed.
-                guard let (snapshot, key) = reads[job.user] else { throw StoreError(.database, "no row was read for \(job.user)") }
-                let decision = try job.input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                    try self.engine.verify(snapshot, user: job.user, input: bytes, codeAtEnd: job.codeAtEnd, policy: self.settings.policy,
-                                           now: now, failureKey: key)
-                }
-                let (response, pending) = try Dialogue.respond(to: decision.result, user: job.user, host: job.caller.name,
-                                                               stepsLeft: Dialogue.maxSteps, now: now)
-                let audit = Self.entry(job.caller, "verify", user: job.user, serial: response.serial ?? "", result: response.result.rawValue,
-                                       detail: response.reason ?? "", now: now)
+                guard let (snapshot, key) = reads[job.call.user] else { throw StoreError(.database, "no row was read for \(job.call.user)") }
+                let outcome = try HostVerification.verify(job.call, VerifyReads(failureKey: key, snapshot: snapshot), engine: self.engine,
+                                                          policy: self.settings.policy, now: now)
                 documentOf[index] = documents.count
-                documents.append(PostgresWrites.ops(decision.writes, challenge: pending, audit: audit))
-                outcomes.append(.success(response))
+                documents.append(PostgresWrites.ops(outcome.changes.writes, challenge: outcome.changes.challenge, audit: outcome.changes.audit))
+                outcomes.append(.success(outcome.response))
             } catch {
                 outcomes.append(.failure(error))
             }

@@ -49,8 +49,8 @@ extension PostgresTokenService {
                     """, logger: self.logger)
                 let record = token.record(serial: serial, user: user, created: now)
                 records.append(record)
-                try await self.append(Self.entry(caller, action, user: user, serial: serial,
-                                                 detail: action == "enroll" ? token.kind.rawValue : token.source, now: now), connection)
+                try await self.append(AuditEntry(caller, action, user: user, serial: serial,
+                                                 detail: action == "enroll" ? token.kind.rawValue : token.source, time: now), connection)
             }
             return records
         }
@@ -115,7 +115,7 @@ extension PostgresTokenService {
             var changed = 0
             for try await _ in try await statement(connection) { changed += 1 }
             guard changed == 1 else { throw StoreError.noSuchToken(user: user, serial: serial) }
-            try await self.append(Self.entry(caller, action, user: user, serial: serial, now: Self.now()), connection)
+            try await self.append(AuditEntry(caller, action, user: user, serial: serial, time: Self.now()), connection)
         }
     }
 
@@ -127,7 +127,7 @@ extension PostgresTokenService {
             for try await _ in try await connection.query("DELETE FROM tokens WHERE \"user\" = \(user) RETURNING 1", logger: self.logger) { removed += 1 }
             try await connection.query("DELETE FROM users WHERE name = \(user)", logger: self.logger)
             try await connection.query("DELETE FROM offline_grants WHERE \"user\" = \(user)", logger: self.logger)
-            try await self.append(Self.entry(caller, "reset", user: user, detail: "\(removed) tokens removed", now: Self.now()), connection)
+            try await self.append(AuditEntry(caller, "reset", user: user, detail: "\(removed) tokens removed", time: Self.now()), connection)
             return ResetResponse(removed: removed)
         }
     }
@@ -139,7 +139,7 @@ extension PostgresTokenService {
             try await self.lock(user, connection)
             let wasLocked = try await self.failures(user, connection).isLocked(at: now)
             try await connection.query("DELETE FROM users WHERE name = \(user)", logger: self.logger)
-            try await self.append(Self.entry(caller, "unlock", user: user, detail: wasLocked ? "was locked" : "was not locked", now: now), connection)
+            try await self.append(AuditEntry(caller, "unlock", user: user, detail: wasLocked ? "was locked" : "was not locked", time: now), connection)
             return UnlockResponse(wasLocked: wasLocked)
         }
     }
@@ -167,7 +167,7 @@ extension PostgresTokenService {
                 throw StoreError.noSuchToken(user: user, serial: serial)
             }
             try await self.apply([try decide(record)], connection)
-            try await self.append(Self.entry(caller, action, user: user, serial: serial, now: Self.now()), connection)
+            try await self.append(AuditEntry(caller, action, user: user, serial: serial, time: Self.now()), connection)
         }
     }
 
@@ -179,7 +179,7 @@ extension PostgresTokenService {
             let decision = try self.engine.resync(try await self.activeTokens(user: user, connection), user: user, serial: serial,
                                                   first: Array(request.first.utf8), second: Array(request.second.utf8), now: now)
             try await self.apply(decision.writes, connection)
-            try await self.append(Self.entry(caller, "resync", user: user, serial: serial, detail: decision.result.description, now: now), connection)
+            try await self.append(AuditEntry(caller, "resync", user: user, serial: serial, detail: decision.result.description, time: now), connection)
             return ResyncResponse(decision.result)
         }
     }
@@ -197,7 +197,7 @@ extension PostgresTokenService {
                 try await connection.query("INSERT INTO recovery_codes (\"user\", id, hash, created) VALUES (\(user), \(id), \(Self.bytea(hash)), \(now))",
                                            logger: self.logger)
             }
-            try await self.append(Self.entry(caller, "recovery-codes", user: user, detail: "\(rows.count) codes", now: now), connection)
+            try await self.append(AuditEntry(caller, "recovery-codes", user: user, detail: "\(rows.count) codes", time: now), connection)
         }
         return RecoveryCodesResponse(user: user, codes: codes.map(\.code))
     }

@@ -11,20 +11,19 @@ extension PostgresTokenService {
         let user = try RequestRules.user(request.user)
         let now = Self.now()
         let policy = settings.policy
-        let (response, ocra) = try await run("reading \(user)'s tokens") { connection in
-            let active = try await self.tokens(user: user, connection).filter { $0.state == "active" }
-            return (PreflightResponse(hasTokens: !active.isEmpty, codeDigits: Preflight.codeDigits(active, now: now)),
-                    VerificationEngine.challengeSuite(among: active, now: now) != nil)
+        let active = try await run("reading \(user)'s tokens") { connection in
+            try await self.tokens(user: user, connection).filter { $0.state == "active" }
         }
-        guard ocra else { return response }
+        let (response, issuesChallenge) = HostVerification.preflight(active: active, now: now)
+        guard issuesChallenge else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under
         // the user's lock, and stored for the verification that answers it.
         return try await transaction("issuing an OCRA challenge to \(user)") { connection in
             try await self.lock(user, connection)
-            let snapshot = VerifySnapshot(failures: try await self.failures(user, connection), tokens: try await self.activeTokens(user: user, connection))
-            guard let decision = try self.engine.issueChallenge(snapshot, user: user, policy: policy, now: now) else { return response }
-            let (offer, pending) = try Preflight.offer(decision.result, user: user, host: caller.name, now: now)
-            try await self.apply(decision.writes, challenge: pending, connection)
+            let snapshot = try await self.snapshot(user: user, failureKey: nil, rows: .tokens, connection)
+            guard let (offer, changes) = try HostVerification.offerChallenge(snapshot, user: user, caller: caller, engine: self.engine,
+                                                                              policy: policy, now: now) else { return response }
+            try await self.apply(changes, host: caller.name, user: user, connection)
             var issued = response
             issued.ocraChallenge = offer
             return issued
@@ -32,153 +31,87 @@ extension PostgresTokenService {
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try RequestRules.user(request.user)
-        let input = try RequestRules.passcode(request.passcode)
-        let codeAtEnd = request.codeAtEnd ?? false
-        let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
-        let offlineHost = caller.kind == .host && caller.offlineCodes > 0
-        if !recovery, !offlineHost, request.challengeId == nil,
-           let response = try await verifyInBatch(request, user: user, input: input, caller: caller) {
+        let call = try VerifyCall(request, caller: caller)
+        if call.readsTokensOnly, let response = try await verifyInBatch(call) {
             return response
         }
-        return try await verifyLocked(request, user: user, input: input, recovery: recovery, caller: caller)
+        return try await verifyLocked(call)
     }
 
     /// The common case — codes of the user's tokens, no offline codes — in a batch with the
     /// verifications that arrive meanwhile (VerificationBatch): nil when it lost its race too
     /// often, and then the caller serialises under the user's advisory lock instead.
-    private func verifyInBatch(_ request: VerifyRequest, user: String, input: [UInt8], caller: Caller) async throws(ServiceError) -> VerifyResponse? {
+    private func verifyInBatch(_ call: VerifyCall) async throws(ServiceError) -> VerifyResponse? {
         do {
             return try await withCheckedThrowingContinuation { continuation in
-                let job = VerificationJob(user: user, input: input, codeAtEnd: request.codeAtEnd ?? false, caller: caller,
-                                          continuation: continuation)
+                let job = VerificationJob(call: call, continuation: continuation)
                 if verificationJobs.add(job) { Task { await self.runVerificationBatches() } }
             }
         } catch {
-            throw failure(error, doing: "verifying a passcode of \(user)")
+            throw failure(error, doing: "verifying a passcode of \(call.user)")
         }
     }
 
     /// Recovery codes, hosts that keep offline codes, answers to OCRA challenges and
     /// verifications that lost the race above too often: read, decide and write in one
-    /// transaction under the user's advisory lock.
-    private func verifyLocked(_ request: VerifyRequest, user: String, input: [UInt8], recovery: Bool,
-                              caller: Caller) async throws(ServiceError) -> VerifyResponse {
+    /// transaction under the user's advisory lock (the sequence VerificationStorage.verify runs).
+    private func verifyLocked(_ call: VerifyCall) async throws(ServiceError) -> VerifyResponse {
         let policy = settings.policy
-        let codeAtEnd = request.codeAtEnd ?? false
-        return try await transaction("verifying a passcode of \(user)") { connection in
+        return try await transaction("verifying a passcode of \(call.user)") { connection in
             let now = Self.now()
-            let key = try await self.lockUser(user, connection)
-            var ocra: (challenge: String?, charged: Bool) = (nil, false)
-            if let id = request.challengeId {
-                let pending = try await self.takeChallenge(id: id, user: user, host: caller.name, now: now, connection)
-                ocra = Preflight.ocraChallenge(pending, tokens: pending == nil ? [] : try await self.tokens(user: user, connection))
+            let failureKey = try await self.lockUser(call.user, connection)
+            var reads = VerifyReads(failureKey: failureKey,
+                                    snapshot: try await self.snapshot(user: call.user, failureKey: failureKey, rows: call.rows, connection))
+            if let id = call.challengeID {
+                reads.challenge = try await self.takeChallenge(id: id, user: call.user, host: call.caller.name, now: now, connection)
             }
-            var snapshot = VerifySnapshot(failures: try await self.failures(key ?? user, connection))
-            if recovery {
-                snapshot.recoveryCodes = try await self.unusedRecoveryCodes(user: user, connection)
-            } else {
-                snapshot.tokens = try await self.activeTokens(user: user, connection)
+            if call.keepsOfflineCodes {
+                reads.reservations = try await self.reserve(host: call.caller.name, user: call.user, withdrawing: call.offlineUsed, connection)
             }
-            var offline: OfflineCodes?
-            var reservations: [OfflineReservation] = []
-            if caller.kind == .host, caller.offlineCodes > 0, !recovery {
-                try await self.withdraw(host: caller.name, user: user, usage: request.offlineUsed ?? [], connection)
-                reservations = try await self.reservations(host: caller.name, user: user, connection)
-            }
-            let reserved = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                try OfflinePlan.reserved(self.engine, snapshot, reservations: reservations, input: bytes, codeAtEnd: codeAtEnd,
-                                         failureKey: key ?? user, now: now)
-            }
-            let decision: VerificationEngine.Decision<VerifyResult>
-            var acceptedAt: Int64?
-            if let reserved {
-                decision = .init(result: reserved.result, writes: reserved.writes)
-                try await self.apply(decision.writes, connection)
-                let previous = reservations.first { $0.serial == reserved.consumed.serial }
-                try await self.consume(host: caller.name, reserved.consumed, expectedFirst: previous?.first ?? 0, connection)
-                acceptedAt = reserved.consumed.first - 1
-            } else {
-                decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                    try self.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                           failureKey: key, challenge: ocra.challenge, charged: ocra.charged)
-                }
-                try await self.apply(decision.writes, connection)
-                if case .accepted(let serial, _) = decision.result.outcome {
-                    acceptedAt = OfflinePlan.acceptedPosition(serial: serial, in: decision.writes)
-                }
-            }
-            if caller.kind == .host, caller.offlineCodes > 0, case .accepted(let serial, _) = decision.result.outcome, let acceptedAt,
-               let token = snapshot.tokens.first(where: { $0.record.serial == serial }) {
-                let counterNow = max(Int64(bitPattern: token.record.parameters.counter), acceptedAt + 1)
-                if let refill = try OfflinePlan.refill(self.engine, token: token, acceptedAt: acceptedAt, counterNow: counterNow,
-                                                       previous: reservations.first { $0.serial == serial }, count: caller.offlineCodes,
-                                                       pepper: caller.credentialHash, now: now) {
-                    try await self.save(host: caller.name, user: user, refill.reservation, connection)
-                    if let write = refill.counterWrite { try await self.apply([write], connection) }
-                    offline = refill.codes
-                }
-            }
-            var (response, pending) = try Dialogue.respond(to: decision.result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
-            response.offline = offline.map { [$0] }
-            try await self.apply([], challenge: pending, audit: Self.entry(caller, "verify", user: user, serial: response.serial ?? "",
-                                                                         result: response.result.rawValue, detail: response.reason ?? "",
-                                                                         now: now), connection)
-            return response
+            let outcome = try HostVerification.verify(call, reads, engine: self.engine, policy: policy, now: now)
+            try await self.apply(outcome.changes, host: call.caller.name, user: call.user, connection)
+            return outcome.response
         }
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try RequestRules.user(request.user)
-        let input = try RequestRules.passcode(request.answer)
+        let call = try AnswerCall(request, caller: caller)
         let policy = settings.policy
-        return try await transaction("answering a challenge of \(user)") { connection in
+        return try await transaction("answering a challenge of \(call.user)") { connection in
             let now = Self.now()
-            _ = try await self.lockUser(user, connection)
-            let response: VerifyResponse
-            if let pending = try await self.takeChallenge(id: request.challengeId, user: user, host: caller.name, now: now, connection) {
-                response = try await self.answer(pending, input: input, policy: policy, now: now, connection)
-            } else {
-                response = Dialogue.unknownChallenge
+            _ = try await self.lockUser(call.user, connection)
+            var reads = AnswerReads(challenge: try await self.takeChallenge(id: call.challengeID, user: call.user, host: caller.name,
+                                                                           now: now, connection))
+            if let pending = reads.challenge {
+                switch HostVerification.reads(answering: pending, input: call.input) {
+                case .snapshot(let rows): reads.snapshot = try await self.snapshot(user: call.user, failureKey: nil, rows: rows, connection)
+                case .token(let serial): reads.pinToken = try await self.tokens(user: call.user, connection).first { $0.serial == serial }
+                case .nothing: break
+                }
             }
-            try await self.append(Self.entry(caller, "answer", user: user, serial: response.serial ?? "", result: response.result.rawValue,
-                                             detail: response.reason ?? "", now: now), connection)
-            return response
+            let outcome = try HostVerification.answer(call, reads, engine: self.engine, policy: policy, now: now)
+            try await self.apply(outcome.changes, host: caller.name, user: call.user, connection)
+            return outcome.response
         }
     }
 
-    private func answer(_ pending: PendingChallenge, input: [UInt8], policy: VerifyPolicy, now: Int64,
-                        _ connection: PostgresConnection) async throws -> VerifyResponse {
-        let user = pending.user
-        let decision: VerificationEngine.Decision<VerifyResult>
-        switch pending.kind {
-        case .newPIN:
-            let (response, next, setPIN) = try Dialogue.afterNewPIN(pending, pin: input, now: now)
-            if setPIN {
-                guard let record = try await tokens(user: user, connection).first(where: { $0.serial == pending.serial }) else {
-                    throw StoreError.noSuchToken(user: user, serial: pending.serial)
-                }
-                let write = try input.withUnsafeBufferPointer { (pin) throws(StoreError) in try VerificationEngine.setPIN(on: record, pin: pin) }
-                try await apply([write], connection)
-            }
-            try await apply([], challenge: next, connection)
-            return response
-        case .nextCode:
-            let snapshot = VerifySnapshot(failures: try await failures(user, connection), tokens: try await activeTokens(user: user, connection))
-            decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                try engine.verifyNextCode(snapshot, user: user, serial: pending.serial, position: pending.position, input: bytes, policy: policy, now: now)
-            }
-        case .passcode:
-            let snapshot = VerifySnapshot(failures: try await failures(user, connection), tokens: try await activeTokens(user: user, connection))
-            decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                try engine.verify(snapshot, user: user, input: bytes, codeAtEnd: false, policy: policy, now: now)
-            }
-        case .ocra:
-            return Dialogue.unknownChallenge
+    // MARK: storage (VerificationStorage's contract, async)
+
+    /// The failure row `failureKey ?? user` and the rows `rows` names of `user`.
+    func snapshot(user: String, failureKey: String?, rows: SnapshotRows, _ connection: PostgresConnection) async throws -> VerifySnapshot {
+        let failures = try await self.failures(failureKey ?? user, connection)
+        switch rows {
+        case .tokens: return VerifySnapshot(failures: failures, tokens: try await activeTokens(user: user, connection))
+        case .recoveryCodes: return VerifySnapshot(failures: failures, recoveryCodes: try await unusedRecoveryCodes(user: user, connection))
         }
-        let (response, next) = try Dialogue.respond(to: decision.result, user: user, host: pending.host, stepsLeft: pending.remaining, now: now)
-        try await apply(decision.writes, challenge: next, connection)
-        return response
+    }
+
+    /// Offline reservations, then the engine's writes, the challenge and the audit entry (one
+    /// statement: a conflicting write raises and the transaction rolls back).
+    func apply(_ changes: HostChanges, host: String, user: String, _ connection: PostgresConnection) async throws {
+        if let consumed = changes.consumed { try await consume(host: host, consumed.reservation, expectedFirst: consumed.expectedFirst, connection) }
+        if let refill = changes.refill { try await save(host: host, user: user, refill, connection) }
+        try await apply(changes.writes, challenge: changes.challenge, audit: changes.audit, connection)
     }
 
     /// Takes the user's advisory lock, and that of the shared row failures of unknown names
@@ -197,7 +130,9 @@ extension PostgresTokenService {
 
     // MARK: offline reservations
 
-    func reservations(host: String, user: String, _ connection: PostgresConnection) async throws -> [OfflineReservation] {
+    /// The host's offline reservations for the user, after moving them past what it used offline.
+    func reserve(host: String, user: String, withdrawing used: [OfflineUsage], _ connection: PostgresConnection) async throws -> [OfflineReservation] {
+        try await withdraw(host: host, user: user, usage: used, connection)
         var reservations: [OfflineReservation] = []
         for try await (serial, first, last) in try await connection.query(
             "SELECT serial, first, last FROM offline_grants WHERE host = \(host) AND \"user\" = \(user) ORDER BY serial", logger: logger

@@ -33,7 +33,7 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     /// (each a subtransaction, under PostgreSQL's 64 cached per backend); two batches in
     /// flight, so one is read while another commits (measured at c16: 1 runner 5,980/s,
     /// 2 runners 6,020/s, 4 runners 5,300/s).
-    let verificationJobs = BatchQueue<VerificationJob>(maximumBatch: 32, maximumRunners: 2, key: \.user)
+    let verificationJobs = BatchQueue<VerificationJob>(maximumBatch: 32, maximumRunners: 2, key: \.call.user)
 
     private init(client: PostgresClient, runner: Task<Void, Never>, settings: Settings, keys: KeyFile, location: String, logger: Logger) {
         self.client = client
@@ -117,12 +117,6 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     /// Serialises transactions on one user, across every node (released at commit or rollback).
     func lock(_ user: String, _ connection: PostgresConnection) async throws {
         try await connection.query("SELECT pg_advisory_xact_lock(hashtextextended(\(user), 7))", logger: logger)
-    }
-
-    static func entry(_ caller: Caller, _ action: String, user: String, serial: String = "", result: String = "ok", detail: String = "",
-                      now: Int64) -> AuditEntry {
-        AuditEntry(time: now, actorKind: caller.kind.rawValue, actor: caller.name, address: caller.address, action: action, user: user,
-                   serial: serial, result: result, detail: detail)
     }
 }
 

@@ -96,7 +96,7 @@ extension Store {
         return tokens
     }
 
-    func unusedRecoveryCodes(user: String) throws(StoreError) -> [RecoveryCodeRow] {
+    public func unusedRecoveryCodes(user: String) throws(StoreError) -> [RecoveryCodeRow] {
         let statement = try db.prepare("SELECT id, hash FROM recovery_codes WHERE user = ? AND used = 0 ORDER BY id")
         try statement.bind(.text(user))
         var codes: [RecoveryCodeRow] = []

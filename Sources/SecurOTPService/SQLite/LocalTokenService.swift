@@ -52,160 +52,32 @@ public final class LocalTokenService: TokenService {
 
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
-        let now = Self.now()
         let policy = settings.policy
         return try await run { (store, tables) throws(StoreError) in
             let active = try store.tokens(user: user).filter { $0.state == "active" }
-            var response = PreflightResponse(hasTokens: !active.isEmpty, codeDigits: Preflight.codeDigits(active, now: now))
-            if let issue = try store.issueChallenge(user: user, policy: policy, now: now) {
-                let (offer, pending) = try Preflight.offer(issue, user: user, host: caller.name, now: now)
-                if let pending { try tables.insert(pending) }
-                response.ocraChallenge = offer
-            }
-            return response
+            return try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy,
+                                                             active: active, now: Self.now())
         }
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try RequestRules.user(request.user)
-        let input = try RequestRules.passcode(request.passcode)
+        let call = try VerifyCall(request, caller: caller)
         let policy = settings.policy
-        return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
-            let now = Self.now()
-            let response = try Self.storeCall { () throws(StoreError) -> VerifyResponse in
-                let key = try Self.failureKey(store, user: user)
-                let codeAtEnd = request.codeAtEnd ?? false
-                let ocra = try Self.ocraChallenge(request, store, tables, user: user, caller: caller, now: now)
-                let recovery = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
-                let result: VerifyResult
-                var offline: OfflineCodes?
-                if caller.kind == .host, caller.offlineCodes > 0, !recovery {
-                    (result, offline) = try Self.verifyOffering(store, tables, request, input: input, caller: caller, failureKey: key,
-                                                                ocra: ocra, policy: policy, now: now)
-                } else {
-                    result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                        try store.verify(user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                         failureKey: key, challenge: ocra.challenge, charged: ocra.charged)
-                    }
-                }
-                var (response, pending) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: Dialogue.maxSteps, now: now)
-                if let pending { try tables.insert(pending) }
-                response.offline = offline.map { [$0] }
-                return response
-            }
-            try Self.storeCall { () throws(StoreError) in
-                try tables.append(Self.entry(caller, "verify", user: user, serial: response.serial ?? "", result: response.result.rawValue,
-                                             detail: response.reason ?? "", now: now))
-            }
-            return response
+        return try await run { (store, tables) throws(StoreError) in
+            try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
         }
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let user = try RequestRules.user(request.user)
-        let input = try RequestRules.passcode(request.answer)
+        let call = try AnswerCall(request, caller: caller)
         let policy = settings.policy
-        return try await runService { (store, tables) throws(ServiceError) -> VerifyResponse in
-            let now = Self.now()
-            let response = try Self.storeCall { () throws(StoreError) -> VerifyResponse in
-                guard let pending = try tables.take(id: request.challengeId, user: user, host: caller.name, now: now) else {
-                    return Dialogue.unknownChallenge
-                }
-                let result: VerifyResult
-                switch pending.kind {
-                case .nextCode:
-                    result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                        try store.verifyNextCode(user: user, serial: pending.serial, position: pending.position, input: bytes, policy: policy, now: now)
-                    }
-                case .passcode:
-                    result = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                        try store.verify(user: user, input: bytes, codeAtEnd: false, policy: policy, now: now)
-                    }
-                case .newPIN:
-                    let (response, next, setPIN) = try Dialogue.afterNewPIN(pending, pin: input, now: now)
-                    if setPIN {
-                        try input.withUnsafeBufferPointer { (pin) throws(StoreError) in try store.setPIN(user: user, serial: pending.serial, pin: pin) }
-                    }
-                    if let next { try tables.insert(next) }
-                    return response
-                case .ocra:
-                    return Dialogue.unknownChallenge
-                }
-                let (response, next) = try Dialogue.respond(to: result, user: user, host: caller.name, stepsLeft: pending.remaining, now: now)
-                if let next { try tables.insert(next) }
-                return response
-            }
-            try Self.storeCall { () throws(StoreError) in
-                try tables.append(Self.entry(caller, "answer", user: user, serial: response.serial ?? "", result: response.result.rawValue,
-                                             detail: response.reason ?? "", now: now))
-            }
-            return response
+        return try await run { (store, tables) throws(StoreError) in
+            try Self.storage(store, tables).answer(call, engine: store.engine, policy: policy, now: Self.now())
         }
     }
 
-    /// Verification for a host that holds offline codes: what it used offline is withdrawn
-    /// first, its reserved codes count as its own, and an accepted HOTP login refills its codes.
-    private static func verifyOffering(_ store: Store, _ tables: AccessTables, _ request: VerifyRequest, input: [UInt8], caller: Caller,
-                                       failureKey: String?, ocra: (challenge: String?, charged: Bool), policy: VerifyPolicy,
-                                       now: Int64) throws(StoreError) -> (VerifyResult, OfflineCodes?) {
-        let user = request.user
-        try tables.withdraw(host: caller.name, user: user, usage: request.offlineUsed ?? [])
-        let reservations = try tables.reservations(host: caller.name, user: user)
-        let snapshot = VerifySnapshot(failures: try store.userState(failureKey ?? user), tokens: try store.activeTokens(user: user))
-        let codeAtEnd = request.codeAtEnd ?? false
-        let result: VerifyResult
-        let acceptedAt: Int64?
-        if let reserved = try input.withUnsafeBufferPointer({ (bytes) throws(StoreError) in
-            try OfflinePlan.reserved(store.engine, snapshot, reservations: reservations, input: bytes, codeAtEnd: codeAtEnd,
-                                     failureKey: failureKey ?? user, now: now)
-        }) {
-            try store.apply(reserved.writes)
-            let previous = reservations.first { $0.serial == reserved.consumed.serial }
-            try tables.consume(host: caller.name, reserved.consumed, expectedFirst: previous?.first ?? 0)
-            result = reserved.result
-            acceptedAt = reserved.consumed.first - 1
-        } else {
-            let decision = try input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
-                try store.engine.verify(snapshot, user: user, input: bytes, codeAtEnd: codeAtEnd, policy: policy, now: now,
-                                        failureKey: failureKey, challenge: ocra.challenge, charged: ocra.charged)
-            }
-            try store.apply(decision.writes)
-            result = decision.result
-            if case .accepted(let serial, _) = result.outcome {
-                acceptedAt = OfflinePlan.acceptedPosition(serial: serial, in: decision.writes)
-            } else {
-                acceptedAt = nil
-            }
-        }
-        guard case .accepted(let serial, _) = result.outcome, let acceptedAt,
-              let token = snapshot.tokens.first(where: { $0.record.serial == serial }) else { return (result, nil) }
-        // The counter now: after an engine acceptance it follows the accepted code; a reserved
-        // code leaves it where it was.
-        let counterNow = max(Int64(bitPattern: token.record.parameters.counter), acceptedAt + 1)
-        guard let refill = try OfflinePlan.refill(store.engine, token: token, acceptedAt: acceptedAt, counterNow: counterNow,
-                                                  previous: reservations.first { $0.serial == serial }, count: caller.offlineCodes,
-                                                  pepper: caller.credentialHash, now: now) else { return (result, nil) }
-        try tables.save(host: caller.name, user: user, refill.reservation)
-        if let write = refill.counterWrite { try store.apply([write]) }
-        return (result, refill.codes)
-    }
-
-    /// The OCRA challenge a verification answers: the one its preflight issued to this host
-    /// (`challenge_id`), taken so that it is answered once (Preflight.ocraChallenge).
-    private static func ocraChallenge(_ request: VerifyRequest, _ store: Store, _ tables: AccessTables, user: String, caller: Caller,
-                                      now: Int64) throws(StoreError) -> (challenge: String?, charged: Bool) {
-        guard let id = request.challengeId else { return (nil, false) }
-        let pending = try tables.take(id: id, user: user, host: caller.name, now: now)
-        return Preflight.ocraChallenge(pending, tokens: pending == nil ? [] : try store.tokens(user: user))
-    }
-
-    /// Failures are counted on the user's own row when the store knows the user; names it
-    /// does not know share one row, so nobody can fill the table with invented names (the
-    /// PAM module does the same for names NSS does not know).
-    private static func failureKey(_ store: Store, user: String) throws(StoreError) -> String? {
-        if try store.hasActiveTokens(user: user) { return nil }
-        if try store.remainingRecoveryCodes(user: user) > 0 { return nil }
-        return Store.unresolvedUsersKey
+    private static func storage(_ store: Store, _ tables: AccessTables) -> SQLiteVerificationStorage {
+        SQLiteVerificationStorage(store: store, tables: tables)
     }
 
     // MARK: tokens
@@ -217,7 +89,7 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let record = try store.add([token], user: user, maxTokens: maxTokens, now: now)[0]
-            try tables.append(Self.entry(caller, "enroll", user: user, serial: record.serial, result: "ok", detail: record.kind.rawValue, now: now))
+            try tables.append(AuditEntry(caller, "enroll", user: user, serial: record.serial, result: "ok", detail: record.kind.rawValue, time: now))
             return EnrollResponse(token: TokenInfo(record), secret: Base32.encode(token.seed))
         }
     }
@@ -231,7 +103,7 @@ public final class LocalTokenService: TokenService {
             return try Self.storeCall { () throws(StoreError) -> TokenList in
                 let records = try store.add(tokens, user: user, maxTokens: maxTokens, now: now)
                 for record in records {
-                    try tables.append(Self.entry(caller, "import", user: user, serial: record.serial, result: "ok", detail: record.source, now: now))
+                    try tables.append(AuditEntry(caller, "import", user: user, serial: record.serial, result: "ok", detail: record.source, time: now))
                 }
                 return TokenList(tokens: records.map { TokenInfo($0) })
             }
@@ -264,7 +136,7 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             let removed = try store.reset(user: user)
             try tables.dropReservations(user: user)
-            try tables.append(Self.entry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", now: Self.now()))
+            try tables.append(AuditEntry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", time: Self.now()))
             return ResetResponse(removed: removed)
         }
     }
@@ -274,7 +146,7 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let wasLocked = try store.unlock(user: user, now: now)
-            try tables.append(Self.entry(caller, "unlock", user: user, serial: "", result: "ok", detail: wasLocked ? "was locked" : "was not locked", now: now))
+            try tables.append(AuditEntry(caller, "unlock", user: user, serial: "", result: "ok", detail: wasLocked ? "was locked" : "was not locked", time: now))
             return UnlockResponse(wasLocked: wasLocked)
         }
     }
@@ -305,7 +177,7 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let result = try store.resync(user: user, serial: serial, first: Array(request.first.utf8), second: Array(request.second.utf8), now: now)
-            try tables.append(Self.entry(caller, "resync", user: user, serial: serial, result: "ok", detail: result.description, now: now))
+            try tables.append(AuditEntry(caller, "resync", user: user, serial: serial, result: "ok", detail: result.description, time: now))
             return ResyncResponse(result)
         }
     }
@@ -315,7 +187,7 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let codes = try store.generateRecoveryCodes(user: user, count: request.count ?? 10, now: now)
-            try tables.append(Self.entry(caller, "recovery-codes", user: user, serial: "", result: "ok", detail: "\(codes.count) codes", now: now))
+            try tables.append(AuditEntry(caller, "recovery-codes", user: user, serial: "", result: "ok", detail: "\(codes.count) codes", time: now))
             return RecoveryCodesResponse(user: user, codes: codes)
         }
     }
@@ -341,7 +213,7 @@ public final class LocalTokenService: TokenService {
         let user = try RequestRules.user(user)
         try await run { (store, tables) throws(StoreError) in
             try body(store)
-            try tables.append(Self.entry(caller, action, user: user, serial: serial, result: "ok", detail: "", now: Self.now()))
+            try tables.append(AuditEntry(caller, action, user: user, serial: serial, result: "ok", detail: "", time: Self.now()))
         }
     }
 
@@ -352,7 +224,7 @@ public final class LocalTokenService: TokenService {
         return try await runService { (_, tables) throws(ServiceError) -> CredentialCreated in
             guard try Self.storeCall({ () throws(StoreError) in try tables.insert(row) }) else { throw AccessRules.duplicate(kind, row.name) }
             try Self.storeCall { () throws(StoreError) in
-                try tables.append(Self.entry(caller, "\(kind.rawValue) add", user: "", serial: "", result: "ok", detail: row.name, now: row.created))
+                try tables.append(AuditEntry(caller, "\(kind.rawValue) add", user: "", serial: "", result: "ok", detail: row.name, time: row.created))
             }
             return CredentialCreated(name: row.name, kind: kind.rawValue, credential: credential.text)
         }
@@ -369,7 +241,7 @@ public final class LocalTokenService: TokenService {
                 guard try tables.revoke(kind: kind, name: name, now: now) else {
                     throw StoreError(.notFound, "no \(kind.rawValue) named \(name) has a credential in force; see: securotp \(kind.rawValue) list")
                 }
-                try tables.append(Self.entry(caller, "\(kind.rawValue) revoke", user: "", serial: "", result: "ok", detail: name, now: now))
+                try tables.append(AuditEntry(caller, "\(kind.rawValue) revoke", user: "", serial: "", result: "ok", detail: name, time: now))
             }
         }
     }
@@ -397,11 +269,6 @@ public final class LocalTokenService: TokenService {
     }
 
     // MARK: helpers
-
-    static func entry(_ caller: Caller, _ action: String, user: String, serial: String, result: String, detail: String, now: Int64) -> AuditEntry {
-        AuditEntry(time: now, actorKind: caller.kind.rawValue, actor: caller.name, address: caller.address, action: action, user: user,
-                   serial: serial, result: result, detail: detail)
-    }
 
     static func storeCall<R>(_ body: () throws(StoreError) -> R) throws(ServiceError) -> R {
         do throws(StoreError) { return try body() } catch { throw ServiceError(error) }
