@@ -56,22 +56,27 @@ extension PostgresTokenService {
         let now = Self.now()
         let reads = try await verificationReads(users: jobs.map(\.call.user), connection)
         var outcomes: [Result<VerifyResponse?, any Error>] = []
-        var documents: [[PostgresWrites.Op]] = []
-        var documentOf: [Int: Int] = [:]
+        var decided: [(job: Int, rows: String, ops: [PostgresWrites.Op])] = []
         for (index, job) in jobs.enumerated() {
             do {
                 // unnest gives every user asked about a row; a missing one fails closed.
                 guard let (snapshot, key) = reads[job.call.user] else { throw StoreError(.database, "no row was read for \(job.call.user)") }
                 let outcome = try HostVerification.verify(job.call, VerifyReads(failureKey: key, snapshot: snapshot), engine: self.engine,
                                                           policy: self.settings.policy, now: now)
-                documentOf[index] = documents.count
-                documents.append(PostgresWrites.ops(outcome.changes.writes, challenge: outcome.changes.challenge, audit: outcome.changes.audit))
+                decided.append((index, key ?? job.call.user,
+                                PostgresWrites.ops(outcome.changes.writes, challenge: outcome.changes.challenge, audit: outcome.changes.audit)))
                 outcomes.append(.success(outcome.response))
             } catch {
                 outcomes.append(.failure(error))
             }
         }
-        guard !documents.isEmpty else { return outcomes }
+        guard !decided.isEmpty else { return outcomes }
+        // A verification writes the rows of one name (the user's, or the row unknown names
+        // share). Two batches in flight may hold the same names; applying every batch in name
+        // order takes the row locks in one global order, so they wait for each other instead
+        // of deadlocking (PostgreSQL would abort one batch, and its hosts would see an error).
+        decided.sort { $0.rows.utf8.lexicographicallyPrecedes($1.rows.utf8) }
+        let documents = decided.map(\.ops)
         var applied: [Int64] = []
         for try await row in try await connection.execute(PostgresWrites.ApplyCommitted(documents: PostgresWrites.documents(documents)),
                                                           logger: logger) {
@@ -80,11 +85,11 @@ extension PostgresTokenService {
         guard applied.count == documents.count else {
             throw StoreError(.database, "PostgreSQL answered \(applied.count) outcomes for \(documents.count) verifications")
         }
-        for (index, document) in documentOf {
+        for (document, decision) in decided.enumerated() {
             if applied[document] < 0 {
-                outcomes[index] = .success(nil)
-            } else if applied[document] != Int64(documents[document].count) {
-                outcomes[index] = .failure(PostgresWrites.Conflict(write: nil))
+                outcomes[decision.job] = .success(nil)
+            } else if applied[document] != Int64(decision.ops.count) {
+                outcomes[decision.job] = .failure(PostgresWrites.Conflict(write: nil))
             }
         }
         return outcomes
