@@ -12,7 +12,7 @@ extension PostgresTokenService {
         let now = Self.now()
         let policy = settings.policy
         let active = try await run("reading \(user)'s tokens") { connection in
-            try await self.tokens(user: user, connection).filter { $0.state == "active" }
+            try await self.tokens(user: user, connection).filter(\.isActive)
         }
         let (response, issuesChallenge) = HostVerification.preflight(active: active, now: now)
         guard issuesChallenge else { return response }

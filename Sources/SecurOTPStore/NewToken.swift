@@ -76,7 +76,7 @@ extension NewToken {
     /// The record of this token once stored under `serial` for `user`: active, never used.
     public func record(serial: String, user: String, created: Int64) -> TokenRecord {
         var record = TokenRecord(serial: serial, user: user, kind: kind, parameters: parameters, lastStep: -1,
-                                 nickname: nickname, issuer: issuer, state: "active", created: created, lastUsed: 0)
+                                 nickname: nickname, issuer: issuer, state: TokenRecord.active, created: created, lastUsed: 0)
         record.pinMode = pinMode
         record.expires = expires
         record.source = source

@@ -20,6 +20,9 @@ public struct TokenRecord: Sendable, Equatable {
     public var lastStep: Int64
     public var nickname: String
     public var issuer: String
+    /// `active` is the only state securotp writes; a row in another state (written by hand or
+    /// by a later version) is listed but never verified. The SQL that reads snapshots filters
+    /// on the same text (`state = 'active'`).
     public var state: String
     public var created: Int64
     public var lastUsed: Int64
@@ -60,4 +63,10 @@ public struct UserState: Sendable, Equatable {
     }
 
     public func isLocked(at now: Int64) -> Bool { lockedUntil != 0 && now < lockedUntil }
+}
+
+extension TokenRecord {
+    /// The state of a token that logins may use.
+    public static let active = "active"
+    public var isActive: Bool { state == Self.active }
 }

@@ -18,7 +18,7 @@ public struct TokenRow: Sendable, Equatable {
     public var lastStep: Int64 = -1
     public var nickname = ""
     public var issuer = ""
-    public var state = "active"
+    public var state = TokenRecord.active
     public var created: Int64 = 0
     public var lastUsed: Int64 = 0
     /// `PINMode.rawValue`: none, prefix, added.

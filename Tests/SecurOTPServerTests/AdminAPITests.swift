@@ -70,6 +70,7 @@ struct AdminAPITests {
             #expect(recovery.count == 3)
             let used = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": recovery[0]], bearer: fixture.host)
             #expect(used.string("result") == "accept" && used.string("serial") == "recovery", "\(used.text)")
+            #expect(used.string("outcome") == "recovery_code", "\(used.text)")
 
             let binding = try await client.call(.get, "/v1/users/alice/binding-id", bearer: fixture.admin)
             #expect(binding.string("binding_id")?.count == 24)

@@ -34,9 +34,11 @@ struct HostAPITests {
             #expect(replayed.string("result") == "reject", "\(replayed.text)")
             #expect(replayed.string("info") == "That code was already used. Wait for the next one.")
             #expect(replayed.string("reason")?.hasPrefix("replayed") == true)
+            #expect([accepted.string("outcome"), replayed.string("outcome")] == ["accepted", "replayed"], "typed, not read from the reason")
 
             let wrong = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.wrongTOTP(secret)], bearer: fixture.host)
             #expect(wrong.string("result") == "reject" && wrong["failures"] as? Int == 2, "\(wrong.text)")
+            #expect(wrong.string("outcome") == "rejected")
         }
     }
 

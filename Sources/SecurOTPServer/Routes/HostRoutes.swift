@@ -73,13 +73,12 @@ struct HostRoutes {
     }
 
     private func audit(_ caller: Caller, _ action: String, user: String, result: String, detail: String) async {
-        await service.record(AuditEntry(time: Int64(Date.now.timeIntervalSince1970), actorKind: caller.kind.rawValue, actor: caller.name,
-                                        address: caller.address, action: action, user: user, serial: "", result: result, detail: detail))
+        await service.record(AuditEntry(caller, action, user: user, result: result, detail: detail, time: Int64(Date.now.timeIntervalSince1970)))
     }
 
     private func counted(_ response: VerifyResponse) -> VerifyResponse {
         metrics.verification(response.result.rawValue)
-        if response.reason?.hasPrefix("replayed") == true { metrics.verification("replay") }
+        if response.outcome == .replayed { metrics.verification("replay") }
         return response
     }
 }

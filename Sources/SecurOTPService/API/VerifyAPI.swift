@@ -95,11 +95,39 @@ public enum VerifyResultKind: String, Codable, Sendable, Equatable {
     case accept, reject, locked, challenge
 }
 
+/// What the engine decided, as a closed list a host or a metric can switch on (`reason` is
+/// prose for logs and may change wording).
+public enum VerifyOutcome: String, Codable, Sendable, Equatable {
+    /// A token's code (online, or one of the host's reserved offline codes).
+    case accepted
+    /// One of the user's recovery codes.
+    case recoveryCode = "recovery_code"
+    case rejected
+    /// A right code that was already used: refused and counted like a wrong one.
+    case replayed
+    case locked
+    /// Another step is needed: `challenge` says which.
+    case nextStep = "next_step"
+
+    /// The outcome a result has when nothing more specific is said.
+    init(_ result: VerifyResultKind) {
+        switch result {
+        case .accept: self = .accepted
+        case .reject: self = .rejected
+        case .locked: self = .locked
+        case .challenge: self = .nextStep
+        }
+    }
+}
+
 /// What the validator decided. `reason`, `failures` and `lockedNow` are for the host's log
 /// (never a code, PIN or seed); `info` and `error` are for the user's screen.
 public struct VerifyResponse: Codable, Sendable, Equatable {
     public var result: VerifyResultKind
-    /// accept: the token that matched ("recovery" for a recovery code).
+    /// What was decided, typed; always sent by this version (optional for older validators).
+    public var outcome: VerifyOutcome?
+    /// accept: the token that matched ("recovery" for a recovery code, for older hosts;
+    /// `outcome` says it without a magic serial).
     public var serial: String?
     /// accept: how many trailing characters of a code-at-end answer were the code.
     public var codeDigits: Int?
@@ -113,10 +141,11 @@ public struct VerifyResponse: Codable, Sendable, Equatable {
     /// accept (with offline caching enabled for this host): cached codes to add.
     public var offline: [OfflineCodes]?
 
-    public init(result: VerifyResultKind, serial: String? = nil, codeDigits: Int? = nil, challenge: ChallengeInfo? = nil,
-                reason: String? = nil, failures: Int? = nil, lockedNow: Bool? = nil, info: String? = nil, error: String? = nil,
-                offline: [OfflineCodes]? = nil) {
+    public init(result: VerifyResultKind, outcome: VerifyOutcome? = nil, serial: String? = nil, codeDigits: Int? = nil,
+                challenge: ChallengeInfo? = nil, reason: String? = nil, failures: Int? = nil, lockedNow: Bool? = nil, info: String? = nil,
+                error: String? = nil, offline: [OfflineCodes]? = nil) {
         self.result = result
+        self.outcome = outcome ?? VerifyOutcome(result)
         self.serial = serial
         self.codeDigits = codeDigits
         self.challenge = challenge

@@ -54,7 +54,7 @@ public final class LocalTokenService: TokenService {
         let user = try RequestRules.user(request.user)
         let policy = settings.policy
         return try await run { (store, tables) throws(StoreError) in
-            let active = try store.tokens(user: user).filter { $0.state == "active" }
+            let active = try store.tokens(user: user).filter(\.isActive)
             return try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy,
                                                              active: active, now: Self.now())
         }

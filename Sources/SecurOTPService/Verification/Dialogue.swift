@@ -11,8 +11,8 @@ public enum Dialogue {
     /// The answer for `result`, and the challenge to store when it asks for another step.
     public static func respond(to result: VerifyResult, user: String, host: String, stepsLeft: Int, now: Int64)
         throws(StoreError) -> (VerifyResponse, PendingChallenge?) {
-        func failure(_ info: String? = nil, reason: String) -> VerifyResponse {
-            VerifyResponse(result: .reject, reason: reason, failures: result.failures, lockedNow: result.lockedNow, info: info)
+        func failure(_ info: String? = nil, _ outcome: VerifyOutcome = .rejected, reason: String) -> VerifyResponse {
+            VerifyResponse(result: .reject, outcome: outcome, reason: reason, failures: result.failures, lockedNow: result.lockedNow, info: info)
         }
         func challenge(_ kind: ChallengeKind, serial: String, position: Int64 = 0, pinMode: PINMode = .none) throws(StoreError)
             -> (VerifyResponse, PendingChallenge?) {
@@ -28,12 +28,12 @@ public enum Dialogue {
         case .accepted(let serial, let digits):
             return (VerifyResponse(result: .accept, serial: serial, codeDigits: digits, reason: result.note.isEmpty ? nil : result.note), nil)
         case .acceptedRecoveryCode(let remaining):
-            return (VerifyResponse(result: .accept, serial: "recovery", reason: "recovery code, \(remaining) left",
+            return (VerifyResponse(result: .accept, outcome: .recoveryCode, serial: "recovery", reason: "recovery code, \(remaining) left",
                                    info: DialogueText.recoveryCodeAccepted(remaining: remaining)), nil)
         case .locked:
             return (VerifyResponse(result: .locked, reason: "locked after repeated failures", failures: result.failures), nil)
         case .replayed(let serial):
-            return (failure(DialogueText.replayed, reason: "replayed code (token \(serial))"), nil)
+            return (failure(DialogueText.replayed, .replayed, reason: "replayed code (token \(serial))"), nil)
         case .rejected:
             return (failure(reason: result.note.isEmpty ? "wrong code" : result.note), nil)
         case .nextCodeRequired(let serial, let position):

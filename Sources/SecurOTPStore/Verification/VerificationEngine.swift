@@ -66,7 +66,7 @@ public struct VerificationEngine {
     }
 
     static func challengeToken(among tokens: [TokenRecord], now: Int64) -> (serial: String, suite: OCRASuite)? {
-        for record in tokens where record.kind == .ocra && record.state == "active" && !record.isExpired(at: now) {
+        for record in tokens where record.kind == .ocra && record.isActive && !record.isExpired(at: now) {
             if let suite = try? OCRASuite(record.suite), suite.isSafeAtLogin { return (record.serial, suite) }
         }
         return nil
