@@ -128,7 +128,7 @@ public struct VerificationEngine {
             }
             if record.kind == .ocra {
                 guard challenge != nil else { continue }
-                if case .challengeOnly(let suite) = OCRAState(record), !suite.isSafeAtLogin {
+                if case .challengeOnly(let suite) = OCRACodes(record).mode, !suite.isSafeAtLogin {
                     note = "token \(record.serial): OCRA suite \(suite.text) has too few challenges to be safe without a counter or time; re-enroll it (\(OCRASuite.safeChallengeRule))"
                     continue
                 }
