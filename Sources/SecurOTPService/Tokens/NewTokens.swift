@@ -8,10 +8,14 @@ import SecurOTPStore
 public enum NewTokens {
     /// A token with a fresh seed, and the seed (shown once).
     public static func enrolled(_ request: EnrollRequest) throws(ServiceError) -> NewToken {
-        let kind = request.kind ?? "totp"
+        let kindName = request.kind ?? TokenKind.totp.rawValue
+        // SecurID tokens come from their vendor's files (import), never from enroll.
+        guard let kind = TokenKind(rawValue: kindName), kind != .securid else {
+            throw ServiceError(.invalidInput, "kind must be totp, hotp or ocra (got \(kindName))")
+        }
         let nickname = request.nickname ?? ""
         let issuer = request.issuer ?? "securotp"
-        if kind == "ocra" {
+        if kind == .ocra {
             guard let text = request.suite else { throw ServiceError(.invalidInput, "an OCRA token needs its suite, e.g. OCRA-1:HOTP-SHA1-6:QN08") }
             let suite: OCRASuite
             do { suite = try OCRASuite(text) } catch { throw ServiceError(.invalidInput, "OCRA suite \(text): \(error.message)") }
@@ -19,15 +23,14 @@ public enum NewTokens {
             return NewToken(kind: .ocra, parameters: OATHParameters(kind: .hotp, algorithm: suite.algorithm, digits: suite.digits),
                             seed: seed, nickname: nickname, issuer: issuer, suite: suite.text)
         }
-        guard kind == "totp" || kind == "hotp" else { throw ServiceError(.invalidInput, "kind must be totp, hotp or ocra (got \(kind))") }
         let algorithmName = request.algorithm ?? "SHA1"
         guard let algorithm = HashAlgorithm(name: algorithmName) else {
             throw ServiceError(.invalidInput, "algorithm must be SHA1, SHA256 or SHA512 (got \(algorithmName))")
         }
-        let parameters = OATHParameters(kind: kind == "hotp" ? .hotp : .totp, algorithm: algorithm, digits: request.digits ?? 6,
+        let parameters = OATHParameters(kind: kind == .hotp ? .hotp : .totp, algorithm: algorithm, digits: request.digits ?? 6,
                                         period: request.period ?? 30, counter: 0)
         if let problem = parameters.problem { throw ServiceError(.invalidInput, problem) }
-        return NewToken(kind: kind == "hotp" ? .hotp : .totp, parameters: parameters, seed: try randomSeed(for: algorithm),
+        return NewToken(kind: kind, parameters: parameters, seed: try randomSeed(for: algorithm),
                         nickname: nickname, issuer: issuer)
     }
 
