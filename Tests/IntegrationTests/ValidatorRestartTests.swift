@@ -59,6 +59,13 @@ final class SlowRequest {
 
 @Suite("securotpd restart")
 struct ValidatorRestartTests {
+    /// How many sockets a process has open (/proc/PID/fd).
+    static func sockets(of pid: pid_t) -> Int {
+        let directory = "/proc/\(pid)/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.filter { ((try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + $0)) ?? "").hasPrefix("socket:") }.count
+    }
+
     /// connect(2) to 127.0.0.1:`port`.
     static func connect(_ fd: Int32, port: Int) -> Bool {
         var address = sockaddr_in()
@@ -102,6 +109,7 @@ struct ValidatorRestartTests {
 
         // The burst: half the users with their right code, half with a wrong one, each request
         // received by securotpd (head and half the body) and waiting for the rest.
+        let socketsBefore = Self.sockets(of: validator.child.pid)
         var burst: [(user: String, right: Bool, request: SlowRequest)] = []
         for (index, user) in Self.users.enumerated() {
             let right = index % 2 == 0
@@ -110,6 +118,9 @@ struct ValidatorRestartTests {
             burst.append((user, right, try SlowRequest(port: port, path: "/v1/verify", bearer: bearer,
                                                        body: #"{"user":"\#(user)","passcode":"\#(code)"}"#)))
         }
+        // Accepted by securotpd, then a moment to read the heads (a connection it has not read
+        // from yet is idle, and an idle connection is closed at shutdown).
+        try Self.waitUntil("securotpd accepted the burst") { Self.sockets(of: validator.child.pid) >= socketsBefore + burst.count }
         usleep(500_000)
 
         let terminated = Date()
