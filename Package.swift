@@ -119,7 +119,7 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres", "SecurOTPCommandLine", "CPAMClient",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres", "SecurOTPCommandLine", "CPAMClient", "CHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -26,44 +26,26 @@ struct Import: ParsableCommand {
     @Argument(help: "File, - for standard input, or the token string.")
     var source: String
 
-    @Option(help: "Token or container password (SDTID, CTF, PSKC PBKDF2). Prefer --password-file: arguments are visible to other users.")
-    var password: String?
-
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of FILE.", valueName: "FILE"))
-    var passwordFile: String?
-
-    @Option(help: ArgumentHelp("Pre-shared PSKC transport key, hex.", valueName: "HEX"))
-    var key: String?
-
-    @Option(name: .customLong("key-file"), help: ArgumentHelp("Read the PSKC transport key (hex) from FILE.", valueName: "FILE"))
-    var keyFile: String?
-
-    @Option(help: "Nickname for the imported tokens (at most 32 characters; default: the account name in the source).")
-    var nickname: String?
+    @OptionGroup var options: ImportCommandOptions
 
     @Option(help: "text or json.")
     var format: OutputFormat = .text
-
-    func validate() throws {
-        if password != nil && passwordFile != nil { throw ValidationError("give --password or --password-file, not both") }
-        if key != nil && keyFile != nil { throw ValidationError("give --key or --key-file, not both") }
-    }
 
     func run() throws {
         let context = try Context(store)
         var input = try ImportInput.source(source)
         defer { for index in input.indices { input[index] = 0 } } // the source holds the seeds
-        let transportKey = try ImportInput.transportKey(key, file: keyFile)
-        var secret = try ImportInput.password(password, file: passwordFile)
+        let transportKey = try options.readTransportKey()
+        var secret = try options.readPassword()
         defer { wipe(&secret) }
         let store = try context.open(create: true)
         let tokens: [StoredToken]
         do {
-            tokens = try store.importTokens(from: input, password: secret, transportKey: transportKey, nickname: nickname, now: context.now)
+            tokens = try store.importTokens(from: input, password: secret, transportKey: transportKey, nickname: options.nickname, now: context.now)
         } catch let error as ImportError where error.code == .password && secret == nil && Terminal.isInteractive && source != "-" {
             var asked: [UInt8]? = try Terminal.secretLine(prompt: "Password for \(source): ", what: "password")
             defer { wipe(&asked) }
-            tokens = try store.importTokens(from: input, password: asked, transportKey: transportKey, nickname: nickname, now: context.now)
+            tokens = try store.importTokens(from: input, password: asked, transportKey: transportKey, nickname: options.nickname, now: context.now)
         }
         switch format {
         case .json:

@@ -9,7 +9,9 @@ struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check configuration, file permissions and the PAM stacks that use pam_securotp.",
         discussion: """
-        Prints one line per finding (ok / warning / error) with advice, and exits 78 (EX_CONFIG) when any error was found. Run it after every change to /etc/pam.d or securotp.conf, and keep a root shell open until a test login works.
+        Prints one line per finding (ok / warning / error) with the file, the line and what to do, and exits 78 (EX_CONFIG) when any error was found. Run it after every change to /etc/pam.d, securotp.conf or sshd_config, and keep a root shell open until a test login works (securotp test USER).
+
+        Checks: the PAM stacks that reach pam_securotp (directly or through @include, include and substack, as pam-auth-update's common-auth does) and their arguments; the local store's key file and database (with the command that creates them), or in remote mode (validator=) the host credential, ca_file and one /v1/health call instead; the sshd configuration behind an sshd stack, with Include files, naming the earlier line that overrides a later one (sshd takes the first value); users who can log in without a token on stacks without nullok, who will be refused; users locked now.
         """
     )
 
@@ -27,10 +29,15 @@ struct Doctor: ParsableCommand {
     final class Report {
         var errors = 0
         var warnings = 0
-        func ok(_ text: String) { print("ok       \(text)") }
-        func warning(_ text: String) { warnings += 1; print("warning  \(text)") }
-        func error(_ text: String) { errors += 1; print("error    \(text)") }
+        // Paths, PAM lines and a validator's answers come from outside: escaped (TerminalText).
+        func ok(_ text: String) { print("ok       \(TerminalText.escaped(text))") }
+        func warning(_ text: String) { warnings += 1; print("warning  \(TerminalText.escaped(text))") }
+        func error(_ text: String) { errors += 1; print("error    \(TerminalText.escaped(text))") }
     }
+
+    /// A module line and the settings it runs with (its arguments over securotp.conf); nil
+    /// when they do not load (reported as an error at the line).
+    typealias Line = (line: PAMStacks.ModuleLine, settings: Settings?)
 
     func run() throws {
         let report = Report()
@@ -42,22 +49,72 @@ struct Doctor: ParsableCommand {
         } catch let error as StoreError {
             report.error(error.message)
         }
-        checkStore(settings, report)
-        let stacks = checkStacks(report)
-        if stacks.contains("sshd") { checkSSHD(report) }
-        if stacks.isEmpty {
-            report.warning("no PAM service in \(pamDirectory) uses pam_securotp yet; see README \"Deploy\" for sshd and sudo")
+        let stacks = PAMStacks(directory: pamDirectory)
+        if stacks == nil { report.warning("cannot read \(pamDirectory)") }
+        let lines: [Line] = (stacks?.moduleLines ?? []).map { line in (line, check(line.rule, at: line.location, report)) }
+
+        // Remote mode (validator= on a module line, or in securotp.conf): the tokens are on the
+        // validator; the local store is only checked for lines (or a configuration) that use it.
+        let remoteLines = lines.filter { $0.settings?.remote.isEnabled == true }
+        let localLines = lines.filter { $0.settings?.remote.isEnabled != true }
+        let globalRemote = settings.remote.isEnabled
+        if !localLines.isEmpty || (remoteLines.isEmpty && !globalRemote) {
+            checkStore(settings, report)
+        }
+        var checked: [ValidatorSettings] = []
+        for line in remoteLines {
+            guard let remote = line.settings?.remote, !checked.contains(remote) else { continue }
+            checked.append(remote)
+            RemoteChecks.check(remote, origin: line.line.location, report)
+        }
+        if globalRemote && checked.isEmpty { RemoteChecks.check(settings.remote, origin: settings.paths.config, report) }
+
+        checkRefusedUsers(localLines, report)
+        if let stacks {
+            for use in stacks.uses where !use.via.isEmpty {
+                report.ok("service \(PAMStacks.describe(use)) runs pam_securotp at \(use.line.location)")
+            }
+            let sshServices = stacks.uses.filter { $0.service == "sshd" || $0.service.hasPrefix("sshd-") || $0.service.hasPrefix("sshd.") }
+            if let use = sshServices.first { checkSSHD(use, report) }
+            if stacks.moduleLines.isEmpty {
+                report.warning("no PAM service in \(pamDirectory) uses pam_securotp yet; see README \"Deploy\" for sshd and sudo")
+            }
         }
         print("\n\(report.errors) error\(report.errors == 1 ? "" : "s"), \(report.warnings) warning\(report.warnings == 1 ? "" : "s").")
         if report.errors > 0 { throw ExitCode(78) }
     }
 
+    /// `securotp init` with the options that chose this store.
+    private func initCommand(_ paths: StorePaths) -> String {
+        var command = "securotp init"
+        if let directory = paths.stateDirectory { command += " --state-dir \(directory)" }
+        if let config = global.config { command += " --config \(config)" }
+        return command
+    }
+
     private func checkStore(_ settings: Settings, _ report: Report) {
         let paths = settings.paths
+        let keyExists = access(paths.keyFile, F_OK) == 0
+        let databaseExists = access(paths.database, F_OK) == 0
         for (path, what) in [(paths.keyFile, "key file"), (paths.database, "database")] {
             do {
                 try FileSecurity.check(path, .secret)
                 report.ok("\(what) \(path) is owner-only")
+            } catch where error.code == .missing {
+                if path == paths.keyFile && databaseExists {
+                    report.error("""
+                        key file \(path) does not exist but the database \(paths.database) does: its seeds cannot be opened \
+                        and every login through the module is refused. Restore the key file from backup (root-owned, mode 0600); \
+                        do not make a new one
+                        """)
+                } else if path == paths.database && !keyExists {
+                    continue // one fix for both, given with the key file
+                } else {
+                    let creates = keyExists
+                        ? "creates the database \(paths.database) (owner root, mode 0600, its directory 0700) under the existing key"
+                        : "creates the key file \(paths.keyFile) and the database \(paths.database) (owner root, mode 0600, new directories 0700; back the key up)"
+                    report.error("\(what) \(path) does not exist: every login through the module is refused. Fix: \(initCommand(paths)) — \(creates)")
+                }
             } catch {
                 report.error("\(what): \(error.message)")
             }
@@ -84,6 +141,30 @@ struct Doctor: ParsableCommand {
         }
     }
 
+    /// Users who can log in but have no token, on each local-mode line without nullok: the
+    /// module refuses them (PAM_AUTH_ERR) before they are asked anything.
+    private func checkRefusedUsers(_ lines: [Line], _ report: Report) {
+        var users: [String]?
+        for case let (line, settings?) in lines where !settings.nullok && line.rule.type == "auth" {
+            let everyone = users ?? LoginUsers.all()
+            users = everyone
+            do {
+                let refused = try LoginUsers.refused(by: settings, users: everyone)
+                if refused.isEmpty {
+                    report.ok("\(line.location): no nullok, and every user who can log in\(settings.groups.isEmpty ? "" : " (of groups=)") has a token")
+                } else {
+                    report.warning("""
+                        \(line.location): no nullok: \(refused.count) user\(refused.count == 1 ? "" : "s") who can log in have no token \
+                        and will be refused: \(LoginUsers.list(refused)) — enroll them (securotp enroll USER), or add nullok to this line \
+                        until they are
+                        """)
+                }
+            } catch {
+                continue // the store's own errors are reported above
+            }
+        }
+    }
+
     /// A store without tokens is usual on a new install, where the database and its key file
     /// are made together. One whose database was born well after its key file was written was
     /// made again, or replaced by an empty one, under a key that may have sealed seeds before
@@ -104,79 +185,88 @@ struct Doctor: ParsableCommand {
             """)
     }
 
-    /// Returns the names of services that use the module.
-    private func checkStacks(_ report: Report) -> [String] {
-        guard let directory = opendir(pamDirectory) else {
-            report.warning("cannot read \(pamDirectory)")
-            return []
-        }
-        defer { closedir(directory) }
-        var names: [String] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix(while: { $0 != 0 }), as: UTF8.self) }
-            if !name.hasPrefix(".") { names.append(name) }
-        }
-        var services: [String] = []
-        for service in names.sorted() {
-            let path = pamDirectory + "/" + service
-            guard let text = try? FileSecurity.contents(of: path, .policy, maxSize: 1 << 20),
-                  let content = String(validating: text, as: UTF8.self), content.contains("pam_securotp") else { continue }
-            services.append(service)
-            for (index, line) in content.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                guard let rule = PAMRule(parsing: String(line)), rule.module.contains("pam_securotp") else { continue }
-                check(rule, at: "\(path):\(index + 1)", report)
-            }
-        }
-        return services
-    }
-
-    private func check(_ rule: PAMRule, at location: String, _ report: Report) {
+    /// Checks one module line; returns the settings it runs with.
+    private func check(_ rule: PAMRule, at location: String, _ report: Report) -> Settings? {
         if rule.type != "auth" {
-            report.error("\(location): pam_securotp implements only 'auth' (found '\(rule.type)')")
-            return
+            report.error("\(location): pam_securotp implements only 'auth' (found '\(rule.type)'); remove this line or make it 'auth'")
+            return nil
         }
         switch rule.control {
         case "sufficient":
             report.error("\(location): 'sufficient' lets a code alone log users in; use 'required' (after the password module) or 'requisite'")
         case "optional":
-            report.warning("\(location): 'optional' does not enforce the second factor")
+            report.warning("\(location): 'optional' does not enforce the second factor; use 'required'")
         default:
             report.ok("\(location): auth \(rule.control)")
         }
         let path = rule.module.hasPrefix("/") ? rule.module : moduleDirectories.map { $0 + "/" + rule.module }.first { access($0, R_OK) == 0 } ?? ""
         if path.isEmpty || access(path, R_OK) != 0 {
-            report.error("\(location): module \(rule.module) not found; install it (make install) or give its absolute path")
+            report.error("\(location): module \(rule.module) not found: every login through this stack fails (PAM unable to dlopen); install libpam-securotp (or make install), or give its absolute path")
         }
         do {
             let settings = try Settings.fromModuleArguments(rule.arguments)
             if settings.nullok { report.warning("\(location): nullok lets users without a token skip the second factor (PAM_IGNORE)") }
             if !settings.groups.isEmpty { report.ok("\(location): second factor only for groups \(rule.arguments.first { $0.hasPrefix("groups=") } ?? "")") }
             if settings.forwardPass { report.ok("\(location): forward_pass: the next auth module must use use_first_pass or try_first_pass") }
+            return settings
         } catch {
             report.error("\(location): \(error.message)")
+            return nil
         }
     }
 
-    private func checkSSHD(_ report: Report) {
-        guard let bytes = try? FileSecurity.contents(of: sshdConfig, .policy, maxSize: 1 << 20), let text = String(validating: bytes, as: UTF8.self) else {
-            report.warning("cannot read \(sshdConfig) to check keyboard-interactive authentication")
+    /// sshd's settings for keyboard-interactive PAM logins, as sshd reads them: the FIRST value
+    /// of each keyword wins, so an earlier line (often Debian's `KbdInteractiveAuthentication no`,
+    /// or a file in sshd_config.d) silently overrides what an admin appends.
+    private func checkSSHD(_ use: PAMStacks.Use, _ report: Report) {
+        let config = SSHDConfig(path: sshdConfig)
+        if config.unreadable.contains(sshdConfig) {
+            report.warning("cannot read \(sshdConfig) to check keyboard-interactive authentication for \(PAMStacks.describe(use)) (--sshd-config FILE)")
             return
         }
-        var settings: [String: String] = [:]
-        for line in text.split(separator: "\n") {
-            let words = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
-            guard words.count >= 2, !words[0].hasPrefix("#") else { continue }
-            let key = words[0].lowercased()
-            if key == "match" { break } // first value wins, and Match blocks are per-connection
-            if settings[key] == nil { settings[key] = words[1].lowercased() }
+        for file in config.unreadable { report.warning("cannot read \(file), included by \(sshdConfig)") }
+        let after = "then check with sshd -t and reload sshd (keep a root session open)"
+        func overridden(_ keyword: String) -> String {
+            let later = config.ignored(keyword)
+            guard !later.isEmpty else { return "" }
+            return "; the later line\(later.count == 1 ? "" : "s") \(later.map { "\($0.location) (\($0.value))" }.joined(separator: ", ")) ha\(later.count == 1 ? "s" : "ve") no effect: sshd takes the first value"
         }
-        if settings["usepam"] != "yes" { report.error("\(sshdConfig): UsePAM yes is needed for sshd to run the PAM stack") }
-        let kbd = settings["kbdinteractiveauthentication"] ?? settings["challengeresponseauthentication"] ?? "yes"
-        if kbd != "yes" { report.error("\(sshdConfig): set KbdInteractiveAuthentication yes so sshd can ask for the code") }
-        if let methods = settings["authenticationmethods"] {
-            report.ok("\(sshdConfig): AuthenticationMethods \(methods)")
+        let service = "sshd (PAM service \(PAMStacks.describe(use)))"
+
+        if let usePAM = config.first("usepam") {
+            if usePAM.value.lowercased() == "yes" {
+                report.ok("\(usePAM.location): UsePAM yes")
+            } else {
+                report.error("\(usePAM.location): UsePAM \(usePAM.value): \(service) never runs the PAM stack; change this line to UsePAM yes\(overridden("usepam")); \(after)")
+            }
         } else {
-            report.warning("\(sshdConfig): without AuthenticationMethods, public-key logins skip PAM auth (and the code); see README")
+            report.error("\(sshdConfig): UsePAM is not set (sshd's default is no): \(service) never runs the PAM stack; add UsePAM yes before any Include or Match line; \(after)")
+        }
+
+        if let kbd = config.first("kbdinteractiveauthentication") {
+            if kbd.value.lowercased() == "yes" {
+                report.ok("\(kbd.location): KbdInteractiveAuthentication yes")
+            } else {
+                report.error("\(kbd.location): KbdInteractiveAuthentication \(kbd.value): \(service) never asks for the code; change this line to yes\(overridden("kbdinteractiveauthentication")); \(after)")
+            }
+        } else {
+            report.ok("\(sshdConfig): KbdInteractiveAuthentication not set (sshd's default: yes)")
+        }
+
+        if let methods = config.first("authenticationmethods") {
+            let lists = methods.value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map { $0.split(separator: ",").map { $0.lowercased() } }
+            let asks = { (list: [String]) in list.contains { $0 == "keyboard-interactive" || $0.hasPrefix("keyboard-interactive:") } }
+            if methods.value.lowercased() == "any" || lists.allSatisfy({ !asks($0) }) {
+                report.error("\(methods.location): AuthenticationMethods \(methods.value) never asks keyboard-interactive: \(service) logs users in without the code; use AuthenticationMethods publickey,keyboard-interactive (key + code)\(overridden("authenticationmethods")); \(after)")
+            } else if !lists.allSatisfy(asks) {
+                report.warning("\(methods.location): AuthenticationMethods \(methods.value) has a list without keyboard-interactive: users who complete it skip the code\(overridden("authenticationmethods"))")
+            } else if !config.ignored("authenticationmethods").isEmpty {
+                report.warning("\(methods.location): AuthenticationMethods \(methods.value)\(overridden("authenticationmethods"))")
+            } else {
+                report.ok("\(methods.location): AuthenticationMethods \(methods.value)")
+            }
+        } else {
+            report.warning("\(sshdConfig): without AuthenticationMethods, public-key logins skip PAM auth (and the code); add AuthenticationMethods publickey,keyboard-interactive (see README); \(after)")
         }
     }
 }

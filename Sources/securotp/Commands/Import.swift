@@ -29,36 +29,18 @@ struct Import: AsyncParsableCommand {
     @Argument(help: "File, - for standard input, or the token string.")
     var source: String
 
-    @Option(help: "Token or container password (SDTID, CTF, PSKC PBKDF2). Prefer --password-file: arguments are visible to other users.")
-    var password: String?
-
-    @Option(name: .customLong("password-file"), help: ArgumentHelp("Read the password from the first line of FILE.", valueName: "FILE"))
-    var passwordFile: String?
-
-    @Option(help: ArgumentHelp("Pre-shared PSKC transport key, hex.", valueName: "HEX"))
-    var key: String?
-
-    @Option(name: .customLong("key-file"), help: ArgumentHelp("Read the PSKC transport key (hex) from FILE.", valueName: "FILE"))
-    var keyFile: String?
-
-    @Option(help: "Nickname for the imported tokens (≤ 32 characters; default: the account name in the source).")
-    var nickname: String?
+    @OptionGroup var options: ImportCommandOptions
 
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func validate() throws {
-        if password != nil && passwordFile != nil { throw ValidationError("give --password or --password-file, not both") }
-        if key != nil && keyFile != nil { throw ValidationError("give --key or --key-file, not both") }
-    }
-
     func run() async throws {
         let context = try CommandContext(global)
         try Store.validate(user: user)
-        let password = try ImportInput.password(password, file: passwordFile).map { String(decoding: $0, as: UTF8.self) }
-        let keyHex = try ImportInput.transportKey(key, file: keyFile).map { key in key.withUnsafeBytes { Hex.encode($0) } }
+        let password = try options.readPassword().map { String(decoding: $0, as: UTF8.self) }
+        let keyHex = try options.readTransportKey().map { key in key.withUnsafeBytes { Hex.encode($0) } }
         let request = ImportRequest(source: Data(try ImportInput.source(source)).base64EncodedString(), password: password,
-                                    keyHex: keyHex, nickname: nickname)
+                                    keyHex: keyHex, nickname: options.nickname)
         let imported: TokenList
         do {
             imported = try await context.withService(create: true) { service in
