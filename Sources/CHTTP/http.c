@@ -244,7 +244,7 @@ int securotp_http_perform(const securotp_http_request *request, securotp_http_re
     } else {
         snprintf(response->error, sizeof response->error, "%s",
                  body.too_large ? "validator answer too large" : curl_error[0] ? curl_error : curl.easy_strerror(rc));
-        result = -1;
+        result = rc == CURLE_COULDNT_CONNECT ? SECUROTP_HTTP_NOT_CONNECTED : -1;
     }
     if (body.data) {
         explicit_bzero(body.data, body.length);

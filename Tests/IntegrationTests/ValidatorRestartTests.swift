@@ -159,3 +159,82 @@ struct ValidatorRestartTests {
         _ = successor
     }
 }
+
+/// A port that refuses connections (bound, not listening: the kernel answers RST, as for a
+/// validator between two processes) until `open()`, then forwards each connection to the real
+/// validator on `target`. The gap ends exactly when the test says, however slowly this
+/// machine starts processes.
+final class RestartGap: @unchecked Sendable {
+    let port: Int
+    private let fd: Int32
+    private let target: Int
+
+    init(forwardingTo target: Int) throws {
+        self.target = target
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        guard socketFD >= 0, withUnsafePointer(to: &address, {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }) == 0 else { throw HarnessError("bind: \(String(cString: strerror(errno)))") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
+        fd = socketFD
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    /// Starts listening and forwarding, as the new validator process would.
+    func open() {
+        listen(fd, 16)
+        Thread.detachNewThread { [self] in
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }
+                let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+                guard ValidatorRestartTests.connect(upstream, port: target) else { close(client); close(upstream); continue }
+                Self.pump(from: client, to: upstream)
+                Self.pump(from: upstream, to: client)
+            }
+        }
+    }
+
+    private static func pump(from source: Int32, to sink: Int32) {
+        Thread.detachNewThread {
+            var buffer = [UInt8](repeating: 0, count: 16_384)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { break }
+                _ = buffer.withUnsafeBytes { send(sink, $0.baseAddress, count, Int32(MSG_NOSIGNAL)) }
+            }
+            shutdown(sink, Int32(SHUT_WR))
+        }
+    }
+
+    deinit { close(fd) }
+}
+
+extension ValidatorRestartTests {
+    @Test("A login that finds the validator's port closed (a restart's gap) tries to connect again and logs in; one that never sees it open is refused")
+    func loginBridgesRestartGap() throws {
+        let world = try RemoteWorld()
+        let secret = try world.enroll("alice", ["--hotp"]).secret
+        let validator = try Validator(world.box, state: world.validatorState, pki: nil)
+        let gap = try RestartGap(forwardingTo: validator.port)
+        try world.box.service("gap", ["validator=http://127.0.0.1:\(gap.port)", "host_credential=" + world.credential],
+                              stateDirectory: world.hostState)
+
+        // Never open: the module tries again, then gives up within its timeout (failmode=secure).
+        let refused = try world.box.login("gap", "alice", [try Oath.hotp(secret, counter: 0)])
+        #expect(refused.status != PAM.success, "no validator, no login: \(refused)")
+
+        // Open 300 ms after the login started: its first connection is refused, a later one
+        // reaches the validator, and the code is checked there.
+        let login = try world.box.startLogin("gap", "alice", [try Oath.hotp(secret, counter: 0)])
+        usleep(300_000)
+        gap.open()
+        let result = try login.wait()
+        #expect(result.status == PAM.success, "the login gave up instead of trying to connect again: \(result)")
+        _ = validator
+    }
+}

@@ -34,7 +34,12 @@ typedef struct {
     char error[256];             /* why no answer came (transport, TLS, timeout) */
 } securotp_http_response;
 
-/* 0 when an HTTP answer came (whatever its status); nonzero otherwise, with `error` set. */
+/* securotp_http_perform could not connect: nothing was sent, so trying again cannot make the
+   validator act twice (a validator that restarts has its port closed for a moment). */
+enum { SECUROTP_HTTP_NOT_CONNECTED = 2 };
+
+/* 0 when an HTTP answer came (whatever its status); SECUROTP_HTTP_NOT_CONNECTED when no
+   connection was made; another nonzero value for other failures. `error` says why. */
 int securotp_http_perform(const securotp_http_request *request, securotp_http_response *response);
 
 /* Wipes and frees the body. */

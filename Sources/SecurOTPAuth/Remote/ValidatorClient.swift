@@ -95,7 +95,40 @@ struct ValidatorClient {
     func post(_ path: String, _ body: SecretBytes) throws(ValidatorFailure) -> JSONValue {
         var response = securotp_http_response()
         defer { securotp_http_response_free(&response) }
-        let rc = address.url(path).withCString { (url: UnsafePointer<CChar>) -> Int32 in
+        var rc = perform(path, body, &response)
+        // Nothing was sent (connection refused): a validator restarting closes its port for a
+        // fraction of a second (docs/validator.md, "Restarts and upgrades"). Try again a few
+        // times within the timeout; never after a request went out, which could act twice.
+        var waited = 0
+        for delay in Self.reconnectDelays where rc == Int32(SECUROTP_HTTP_NOT_CONNECTED) {
+            guard waited + delay < settings.timeout * 1000 else { break }
+            Self.sleep(milliseconds: delay)
+            waited += delay
+            securotp_http_response_free(&response)
+            response = securotp_http_response()
+            rc = perform(path, body, &response)
+        }
+        guard rc == 0 else {
+            let reason = withUnsafeBytes(of: response.error) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
+            throw .unavailable(ValidatorText.loggable(reason))
+        }
+        return try Self.answer(response)
+    }
+
+    /// Milliseconds to wait before each new connection attempt: 0.75 s in all, several times
+    /// the gap a restart of securotpd leaves (under 0.1 s measured), and short enough that a
+    /// validator that is really down delays offline codes or failmode only a little.
+    static let reconnectDelays = [50, 100, 200, 400]
+
+    private static func sleep(milliseconds: Int) {
+        var delay = timespec(tv_sec: milliseconds / 1000, tv_nsec: (milliseconds % 1000) * 1_000_000)
+        var left = timespec()
+        while nanosleep(&delay, &left) != 0, securotp_errno() == EINTR { delay = left }
+    }
+
+    /// One transfer.
+    private func perform(_ path: String, _ body: SecretBytes, _ response: inout securotp_http_response) -> Int32 {
+        address.url(path).withCString { (url: UnsafePointer<CChar>) -> Int32 in
             withOptionalCString(settings.caFile) { (caFile: UnsafePointer<CChar>?) -> Int32 in
                 withOptionalCString(settings.clientCertificate) { (certificate: UnsafePointer<CChar>?) -> Int32 in
                     withOptionalCString(settings.clientKey) { (key: UnsafePointer<CChar>?) -> Int32 in
@@ -118,10 +151,10 @@ struct ValidatorClient {
                 }
             }
         }
-        guard rc == 0 else {
-            let reason = withUnsafeBytes(of: response.error) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
-            throw .unavailable(ValidatorText.loggable(reason))
-        }
+    }
+
+    /// The validator's answer: the JSON object of a 2xx, else the failure its status means.
+    private static func answer(_ response: securotp_http_response) throws(ValidatorFailure) -> JSONValue {
         let answer = response.body.flatMap { JSONReader.parse(UnsafeBufferPointer(start: $0, count: response.body_length)) }
         let status = response.status
         switch status {
