@@ -141,7 +141,7 @@ let package = Package(
         .executableTarget(name: "PAMCheck", path: "Tests/PAMCheck", linkerSettings: [.linkedLibrary("pam")]),
 
         .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore"], resources: []),
-        .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPStore"]),
+        .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPStore", "SecurOTPService"]),
         .testTarget(name: "SecurOTPQRTests", dependencies: ["SecurOTPQR"]),
         .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),

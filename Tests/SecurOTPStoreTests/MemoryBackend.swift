@@ -1,4 +1,5 @@
 @testable import SecurOTPCore
+import SecurOTPService
 @testable import SecurOTPStore
 
 /// A second backend for tests, as the daemon's PostgreSQL one will be: the engine over rows
@@ -27,6 +28,11 @@ final class MemoryBackend {
         var tokens: [String: Token] = [:] // by serial
         var failures: [String: FailureRow] = [:] // by failure key
         var recoveryCodes: [String: [String: RecoveryCode]] = [:] // by user, then id
+        // What the validator keeps besides (MemoryBackend+VerificationStorage.swift).
+        var challenges: [String: PendingChallenge] = [:] // by id
+        var reservations: [String: [String: OfflineReservation]] = [:] // by host, then serial
+        var reservationUsers: [String: String] = [:] // "host serial" → user
+        var audit: [AuditEntry] = []
     }
 
     var rows = Rows()
