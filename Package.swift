@@ -151,5 +151,7 @@ let package = Package(
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPSecurID", "SecurOTPStore", "SecurOTPCore"]),
+        // securotp's commands run in-process against an injected CommandContext.
+        .testTarget(name: "CLITests", dependencies: ["securotp", "SecurOTPService", "SecurOTPStore", "SecurOTPCore", "SecurOTPCommandLine"]),
     ]
 )

@@ -20,7 +20,7 @@ struct HostCommand: AsyncParsableCommand {
         subcommands: [Add.self, ListCredentials<HostKind>.self, Revoke<HostKind>.self]
     )
 
-    struct Add: AsyncParsableCommand {
+    struct Add: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Create a host credential (printed once; only its hash is kept).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The host's name: letters, digits, '.', '-', '_', '@'.") var name: String
@@ -31,9 +31,9 @@ struct HostCommand: AsyncParsableCommand {
         var offlineCodes = 0
         @OptionGroup var output: CredentialOutput
 
-        func run() async throws {
+        func run(in context: CommandContext) async throws {
             let request = CredentialRequest(name: name, users: users.map(split), groups: groups.map(split), offlineCodes: offlineCodes)
-            try await output.create(kind: .host, request, global: global)
+            try await output.create(kind: .host, request, context: context)
         }
 
         private func split(_ text: String) -> [String] { text.split(separator: ",").map { String($0).trimmingCharacters(in: .whitespaces) } }
@@ -55,14 +55,14 @@ struct AdminCommand: AsyncParsableCommand {
         subcommands: [Add.self, ListCredentials<AdminKind>.self, Revoke<AdminKind>.self]
     )
 
-    struct Add: AsyncParsableCommand {
+    struct Add: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Create an admin credential (printed once; only its hash is kept).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The admin's name: letters, digits, '.', '-', '_', '@'.") var name: String
         @OptionGroup var output: CredentialOutput
 
-        func run() async throws {
-            try await output.create(kind: .admin, CredentialRequest(name: name), global: global)
+        func run(in context: CommandContext) async throws {
+            try await output.create(kind: .admin, CredentialRequest(name: name), context: context)
         }
     }
 }
@@ -75,8 +75,7 @@ struct CredentialOutput: ParsableArguments {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func create(kind: CredentialKind, _ request: CredentialRequest, global: GlobalOptions) async throws {
-        let context = try CommandContext(global)
+    func create(kind: CredentialKind, _ request: CredentialRequest, context: CommandContext) async throws {
         let created = try await context.withService(create: true) { service in
             try await service.addCredential(kind: kind, request, caller: context.caller)
         }
@@ -88,15 +87,15 @@ struct CredentialOutput: ParsableArguments {
         case .json:
             var members: [(String, JSONValue)] = [("name", .string(created.name)), ("kind", .string(created.kind))]
             members.append(output.map { ("file", .string($0)) } ?? ("credential", .string(created.credential)))
-            print(JSONValue.object(members).rendered)
+            context.print(JSONValue.object(members).rendered)
         case .text:
             if let output {
-                print("Created \(kind == .admin ? "an" : "a") \(kind.rawValue) credential for \(created.name) in \(output).")
+                context.print("Created \(kind == .admin ? "an" : "a") \(kind.rawValue) credential for \(created.name) in \(output).")
             } else {
-                print("Credential for \(kind.rawValue) \(created.name) (shown once; store it in an owner-only file):\n\n\(created.credential)\n")
+                context.print("Credential for \(kind.rawValue) \(created.name) (shown once; store it in an owner-only file):\n\n\(created.credential)\n")
             }
             if kind == .host {
-                print("On that host: host_credential=FILE in /etc/securotp/securotp.conf or the PAM line, with validator=https://…")
+                context.print("On that host: host_credential=FILE in /etc/securotp/securotp.conf or the PAM line, with validator=https://…")
             }
         }
     }
@@ -106,7 +105,7 @@ protocol CredentialKindName { static var kind: CredentialKind { get } }
 enum HostKind: CredentialKindName { static var kind: CredentialKind { .host } }
 enum AdminKind: CredentialKindName { static var kind: CredentialKind { .admin } }
 
-struct ListCredentials<Kind: CredentialKindName>: AsyncParsableCommand {
+struct ListCredentials<Kind: CredentialKindName>: ContextCommand {
     static var configuration: CommandConfiguration {
         CommandConfiguration(commandName: "list", abstract: "Show \(Kind.kind.rawValue) credentials, in force and revoked (never the secrets).")
     }
@@ -114,22 +113,21 @@ struct ListCredentials<Kind: CredentialKindName>: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Option(help: "text or json.") var format: OutputFormat = .text
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let credentials = try await context.withService { service in try await service.credentials(kind: Kind.kind, caller: context.caller) }.credentials
         switch format {
         case .json:
-            print(JSONValue.array(credentials.map { credential in
+            context.print(JSONValue.array(credentials.map { credential in
                 .object([("name", .string(credential.name)), ("kind", .string(credential.kind)), ("id", .string(credential.id)),
                          ("created", Formatting.isoTime(credential.created)), ("revoked", Formatting.isoTime(credential.revoked)),
                          ("last_used", Formatting.isoTime(credential.lastUsed)), ("users", .array(credential.users.map { .string($0) })),
                          ("groups", .array(credential.groups.map { .string($0) })), ("offline_codes", .number(Int64(credential.offlineCodes)))])
             }).rendered)
         case .text:
-            if credentials.isEmpty { return print("No \(Kind.kind.rawValue) credentials. Create one with: securotp \(Kind.kind.rawValue) add NAME") }
+            if credentials.isEmpty { return context.print("No \(Kind.kind.rawValue) credentials. Create one with: securotp \(Kind.kind.rawValue) add NAME") }
             var header = ["NAME", "ID", "STATE", "CREATED", "LAST USED"]
             if Kind.kind == .host { header += ["USERS", "GROUPS", "OFFLINE"] }
-            print(Formatting.table(header, credentials.map { credential in
+            context.print(Formatting.table(header, credentials.map { credential in
                 var row = [credential.name, credential.id, credential.revoked > 0 ? "revoked \(Formatting.time(credential.revoked))" : "in force",
                            Formatting.time(credential.created), Formatting.time(credential.lastUsed)]
                 if Kind.kind == .host {
@@ -142,7 +140,7 @@ struct ListCredentials<Kind: CredentialKindName>: AsyncParsableCommand {
     }
 }
 
-struct Revoke<Kind: CredentialKindName>: AsyncParsableCommand {
+struct Revoke<Kind: CredentialKindName>: ContextCommand {
     static var configuration: CommandConfiguration {
         CommandConfiguration(commandName: "revoke", abstract: "Revoke a \(Kind.kind.rawValue) credential; it stops working at once.")
     }
@@ -150,14 +148,13 @@ struct Revoke<Kind: CredentialKindName>: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The name it was added under.") var name: String
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         try await context.withService { service in try await service.revokeCredential(kind: Kind.kind, name: name, caller: context.caller) }
-        print("Revoked the \(Kind.kind.rawValue) credential of \(name).")
+        context.print("Revoked the \(Kind.kind.rawValue) credential of \(name).")
     }
 }
 
-struct Audit: AsyncParsableCommand {
+struct Audit: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show the audit log: who did what, from where, with what result (newest first).",
         discussion: "Never shows codes, PINs or seeds. Examples: securotp audit; securotp audit alice --limit 20 --format json"
@@ -168,20 +165,19 @@ struct Audit: AsyncParsableCommand {
     @Option(help: "How many entries at most (1–10000).") var limit = 50
     @Option(help: "text or json.") var format: OutputFormat = .text
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let entries = try await context.withService { service in try await service.audit(user: user, limit: limit, caller: context.caller) }.entries
         switch format {
         case .json:
-            print(JSONValue.array(entries.map { entry in
+            context.print(JSONValue.array(entries.map { entry in
                 .object([("id", .number(entry.id)), ("time", Formatting.isoTime(entry.time)), ("actor_kind", .string(entry.actorKind)),
                          ("actor", .string(entry.actor)), ("address", .string(entry.address)), ("action", .string(entry.action)),
                          ("user", .string(entry.user)), ("serial", .string(entry.serial)), ("result", .string(entry.result)),
                          ("detail", .string(entry.detail))])
             }).rendered)
         case .text:
-            if entries.isEmpty { return print("The audit log is empty.") }
-            print(Formatting.table(["TIME", "ACTOR", "FROM", "ACTION", "USER", "SERIAL", "RESULT", "DETAIL"], entries.map { entry in
+            if entries.isEmpty { return context.print("The audit log is empty.") }
+            context.print(Formatting.table(["TIME", "ACTOR", "FROM", "ACTION", "USER", "SERIAL", "RESULT", "DETAIL"], entries.map { entry in
                 [Formatting.time(entry.time), "\(entry.actorKind):\(entry.actor)", entry.address, entry.action,
                  entry.user.isEmpty ? "-" : entry.user, entry.serial.isEmpty ? "-" : entry.serial, entry.result, entry.detail]
             }))

@@ -6,7 +6,7 @@ import SecurOTPService
 import SecurOTPStore
 import SecurOTPCommandLine
 
-struct Enroll: AsyncParsableCommand {
+struct Enroll: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create a TOTP (default) or HOTP token for a Unix user.",
         discussion: """
@@ -70,8 +70,7 @@ struct Enroll: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         try Store.validate(user: user)
         if !context.isRemote, !CommandContext.userExists(user) {
             CommandContext.warn("no user \(user) is known to this system (getpwnam); enrolling anyway")
@@ -81,11 +80,11 @@ struct Enroll: AsyncParsableCommand {
         let enrolled = try await context.withService(create: true) { service in
             try await service.enroll(user: user, request, caller: context.caller)
         }
-        if ocra != nil { return printOCRA(enrolled) }
-        try printOATH(enrolled)
+        if ocra != nil { return printOCRA(enrolled, context) }
+        try printOATH(enrolled, context)
     }
 
-    private func printOATH(_ enrolled: EnrollResponse) throws {
+    private func printOATH(_ enrolled: EnrollResponse, _ context: CommandContext) throws {
         let token = enrolled.token
         guard let hashAlgorithm = HashAlgorithm(name: token.algorithm), let seed = Base32.decode(enrolled.secret) else {
             throw CLIError(message: "the validator returned a token securotp cannot show (\(token.algorithm))", exitCode: 65)
@@ -103,7 +102,7 @@ struct Enroll: AsyncParsableCommand {
         let hotp = parameters.kind == .hotp
         switch format {
         case .json:
-            print(JSONValue.object([
+            context.print(JSONValue.object([
                 ("serial", .string(token.serial)),
                 ("user", .string(user)),
                 ("kind", .string(token.kind)),
@@ -116,32 +115,32 @@ struct Enroll: AsyncParsableCommand {
                 ("qr_png", qrPNG.map { .string($0) } ?? .null),
             ]).rendered)
         case .text:
-            print("Enrolled \(token.kind.uppercased()) token \(token.serial) for \(user).\n")
+            context.print("Enrolled \(token.kind.uppercased()) token \(token.serial) for \(user).\n")
             if !noQR, let qr {
-                print("Scan this QR code with an authenticator app:\n")
-                print(qr.terminalString(quietZone: 2, invert: true))
+                context.print("Scan this QR code with an authenticator app:\n")
+                context.print(qr.terminalString(quietZone: 2, invert: true))
             }
-            print("URI:     \(uri)")
-            print("Secret:  \(Self.grouped(enrolled.secret))   (for manual entry; \(hashAlgorithm.name), \(token.digits) digits\(hotp ? ", counter \(parameters.counter)" : ", \(parameters.period) s"))")
-            if let path = qrPNG { print("QR PNG:  \(path)") }
-            print("\nThis secret is not shown again. Test it before you log out, with the code from the app:")
-            print("  securotp test \(user)                  # the sudo stack; --service sshd|su|login for the others")
+            context.print("URI:     \(uri)")
+            context.print("Secret:  \(Self.grouped(enrolled.secret))   (for manual entry; \(hashAlgorithm.name), \(token.digits) digits\(hotp ? ", counter \(parameters.counter)" : ", \(parameters.period) s"))")
+            if let path = qrPNG { context.print("QR PNG:  \(path)") }
+            context.print("\nThis secret is not shown again. Test it before you log out, with the code from the app:")
+            context.print("  securotp test \(user)                  # the sudo stack; --service sshd|su|login for the others")
         }
     }
 
     /// OCRA tokens have no otpauth URI: the key goes to the device that answers challenges.
-    private func printOCRA(_ enrolled: EnrollResponse) {
+    private func printOCRA(_ enrolled: EnrollResponse, _ context: CommandContext) {
         let token = enrolled.token
         let keyHex = Base32.decode(enrolled.secret).map { seed in seed.withUnsafeBytes { Hex.encode($0) } } ?? ""
         switch format {
         case .json:
-            print(JSONValue.object([("serial", .string(token.serial)), ("user", .string(user)), ("kind", .string("ocra")),
+            context.print(JSONValue.object([("serial", .string(token.serial)), ("user", .string(user)), ("kind", .string("ocra")),
                                     ("suite", .string(token.suite ?? "")), ("secret", .string(enrolled.secret)), ("key_hex", .string(keyHex))]).rendered)
         case .text:
-            print("Enrolled OCRA token \(token.serial) for \(user), suite \(token.suite ?? "").")
-            print("Key (hex):    \(keyHex)")
-            print("Key (base32): \(Self.grouped(enrolled.secret))")
-            print("\nLoad the key into the device that answers challenges. It is not shown again.")
+            context.print("Enrolled OCRA token \(token.serial) for \(user), suite \(token.suite ?? "").")
+            context.print("Key (hex):    \(keyHex)")
+            context.print("Key (base32): \(Self.grouped(enrolled.secret))")
+            context.print("\nLoad the key into the device that answers challenges. It is not shown again.")
         }
     }
 

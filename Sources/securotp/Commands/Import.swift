@@ -5,7 +5,7 @@ import SecurOTPService
 import SecurOTPStore
 import SecurOTPCommandLine
 
-struct Import: AsyncParsableCommand {
+struct Import: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import tokens an issuer already made: otpauth URIs, Google Authenticator exports, PSKC, RSA SecurID .sdtid and CTF.",
@@ -34,8 +34,7 @@ struct Import: AsyncParsableCommand {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         try Store.validate(user: user)
         let password = try options.readPassword().map { String(decoding: $0, as: UTF8.self) }
         let keyHex = try options.readTransportKey().map { key in key.withUnsafeBytes { Hex.encode($0) } }
@@ -52,15 +51,15 @@ struct Import: AsyncParsableCommand {
         let tokens = imported.tokens
         switch format {
         case .json:
-            print(JSONValue.array(tokens.map(Formatting.json)).rendered)
+            context.print(JSONValue.array(tokens.map(Formatting.json)).rendered)
         case .text:
-            print("Imported \(tokens.count) token\(tokens.count == 1 ? "" : "s") for \(user):")
-            print(Formatting.table(["SERIAL", "KIND", "DIGITS", "PERIOD", "PIN", "EXPIRES", "FROM"], tokens.map { token in
+            context.print("Imported \(tokens.count) token\(tokens.count == 1 ? "" : "s") for \(user):")
+            context.print(Formatting.table(["SERIAL", "KIND", "DIGITS", "PERIOD", "PIN", "EXPIRES", "FROM"], tokens.map { token in
                 [token.serial, token.kind, String(token.digits), Formatting.period(token), Formatting.pin(token),
                  token.expires > 0 ? Formatting.time(token.expires) : "never", token.source]
             }))
             if tokens.contains(where: \.needsNewPIN) {
-                print("\nTokens with a PIN mode and no PIN yet ask for a new PIN at the first login (or: securotp pin set \(user) SERIAL).")
+                context.print("\nTokens with a PIN mode and no PIN yet ask for a new PIN at the first login (or: securotp pin set \(user) SERIAL).")
             }
         }
     }

@@ -6,7 +6,7 @@ import SecurOTPCommandLine
 /// `securotp import-batch FILE`: many users at once, one line each — for moving a fleet from
 /// another system. Each line is imported on its own (all of its tokens or none); the lines run
 /// several at a time, which the store commits together.
-struct ImportBatch: AsyncParsableCommand {
+struct ImportBatch: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "import-batch",
         abstract: "Import tokens for many users: one line per user, USER and an otpauth URI (or CTF string).",
@@ -35,8 +35,7 @@ struct ImportBatch: AsyncParsableCommand {
         let source: String
     }
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let text: String
         if file == "-" {
             text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
@@ -84,7 +83,7 @@ struct ImportBatch: AsyncParsableCommand {
             }
         }
         failures += failed
-        print("Imported tokens for \(imported) user\(imported == 1 ? "" : "s")\(failures > 0 ? "; \(failures) line\(failures == 1 ? "" : "s") failed (see above)" : "").")
+        context.print("Imported tokens for \(imported) user\(imported == 1 ? "" : "s")\(failures > 0 ? "; \(failures) line\(failures == 1 ? "" : "s") failed (see above)" : "").")
         if failures > 0 { throw ExitCode(65) }
     }
 }

@@ -6,7 +6,7 @@ import SecurOTPCommandLine
 /// `securotp init`: makes the local token store and its key on purpose (root-only files and
 /// directories), instead of as a side effect of the first enrollment. Idempotent: an existing
 /// store is only checked (owners, modes, key) and its schema migrated.
-struct Init: AsyncParsableCommand {
+struct Init: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create the token store and its key if they do not exist (root-only).",
         discussion: """
@@ -24,8 +24,7 @@ struct Init: AsyncParsableCommand {
     @Flag(help: "Print only what was created.")
     var quiet = false
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         guard case .local = context.target else {
             throw CLIError.usage("init prepares this host's local store; for PostgreSQL make the shared key with 'securotp key generate --output FILE'")
         }
@@ -35,10 +34,10 @@ struct Init: AsyncParsableCommand {
         let store = try Store.open(paths, .create)
         let schema = store.schemaVersion
         if !keyExisted || !quiet {
-            print("Key file: \(paths.keyFile) (\(keyExisted ? "exists, checked" : "created, owner-only; back it up: without it no seed opens"))")
+            context.print("Key file: \(paths.keyFile) (\(keyExisted ? "exists, checked" : "created, owner-only; back it up: without it no seed opens"))")
         }
         if !databaseExisted || !quiet {
-            print("Database: \(paths.database) (\(databaseExisted ? "exists, checked" : "created, owner-only"), schema \(schema))")
+            context.print("Database: \(paths.database) (\(databaseExisted ? "exists, checked" : "created, owner-only"), schema \(schema))")
         }
     }
 }

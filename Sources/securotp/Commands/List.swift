@@ -2,7 +2,7 @@ import ArgumentParser
 import SecurOTPService
 import SecurOTPCommandLine
 
-struct List: AsyncParsableCommand {
+struct List: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show tokens of one user, or of all users.",
         discussion: "Example: securotp list alice --format json"
@@ -16,16 +16,15 @@ struct List: AsyncParsableCommand {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func run() async throws {
-        let context = try CommandContext(global)
-        let now = CommandContext.now()
+    func run(in context: CommandContext) async throws {
+        let now = context.now()
         let tokens = try await context.withService { service in try await service.tokens(user: user, caller: context.caller) }.tokens
         switch format {
         case .json:
-            print(JSONValue.array(tokens.map(Formatting.json)).rendered)
+            context.print(JSONValue.array(tokens.map(Formatting.json)).rendered)
         case .text:
             if tokens.isEmpty {
-                print(user.map { "\($0) has no tokens. Enroll one with: securotp enroll \($0)" } ?? "No tokens enrolled. Enroll one with: securotp enroll USER")
+                context.print(user.map { "\($0) has no tokens. Enroll one with: securotp enroll \($0)" } ?? "No tokens enrolled. Enroll one with: securotp enroll USER")
                 return
             }
             var header = ["SERIAL", "NICKNAME", "KIND", "ALGORITHM", "DIGITS", "PERIOD", "PIN", "STATE", "EXPIRES", "CREATED", "LAST USED"]
@@ -39,7 +38,7 @@ struct List: AsyncParsableCommand {
                 if user == nil { row.insert(token.user, at: 0) }
                 return row
             }
-            print(Formatting.table(header, rows))
+            context.print(Formatting.table(header, rows))
         }
     }
 }

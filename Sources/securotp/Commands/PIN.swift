@@ -19,22 +19,21 @@ struct PIN: AsyncParsableCommand {
         subcommands: [Set.self, Clear.self, Require.self]
     )
 
-    struct Set: AsyncParsableCommand {
+    struct Set: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Set a token's PIN (read twice from the terminal, or two lines of standard input).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
-        func run() async throws {
-            let context = try CommandContext(global)
+        func run(in context: CommandContext) async throws {
             try await context.withService { service in
                 // Ask for the PIN only for a token that exists.
                 guard try await service.tokens(user: user, caller: context.caller).tokens.contains(where: { $0.serial == serial }) else {
                     throw ServiceError(.notFound, "\(user) has no token with serial \(serial); see: securotp list \(user)")
                 }
             }
-            var first = try Terminal.secretLine(prompt: "New PIN: ", what: "PIN (give it twice, one per line)")
-            var second = try Terminal.secretLine(prompt: "New PIN again: ", what: "second PIN line")
+            var first = try context.secretLine("New PIN: ", "PIN (give it twice, one per line)")
+            var second = try context.secretLine("New PIN again: ", "second PIN line")
             defer {
                 for index in first.indices { first[index] = 0 }
                 for index in second.indices { second[index] = 0 }
@@ -42,33 +41,31 @@ struct PIN: AsyncParsableCommand {
             guard first == second else { throw CLIError(message: "the two PINs differ; nothing changed", exitCode: 65) }
             let request = PINRequest(pin: String(decoding: first, as: UTF8.self))
             try await context.withService { service in try await service.setPIN(user: user, serial: serial, request, caller: context.caller) }
-            print("PIN set for token \(serial) of \(user).")
+            context.print("PIN set for token \(serial) of \(user).")
         }
     }
 
-    struct Clear: AsyncParsableCommand {
+    struct Clear: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a token's PIN: the passcode is the tokencode alone.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
-        func run() async throws {
-            let context = try CommandContext(global)
+        func run(in context: CommandContext) async throws {
             try await context.withService { service in try await service.clearPIN(user: user, serial: serial, caller: context.caller) }
-            print("PIN cleared for token \(serial) of \(user).")
+            context.print("PIN cleared for token \(serial) of \(user).")
         }
     }
 
-    struct Require: AsyncParsableCommand {
+    struct Require: ContextCommand {
         static let configuration = CommandConfiguration(abstract: "Make the next login with this token set a new PIN.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
         @Argument(help: "The token's serial.") var serial: String
 
-        func run() async throws {
-            let context = try CommandContext(global)
+        func run(in context: CommandContext) async throws {
             try await context.withService { service in try await service.requirePIN(user: user, serial: serial, caller: context.caller) }
-            print("Token \(serial) of \(user) will ask for a new PIN at the next login.")
+            context.print("Token \(serial) of \(user) will ask for a new PIN at the next login.")
         }
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import SecurOTPService
 import SecurOTPCommandLine
 
-struct RecoveryCodesCommand: AsyncParsableCommand {
+struct RecoveryCodesCommand: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "recovery-codes",
         abstract: "Print new single-use recovery codes for a user (replacing any old ones).",
@@ -14,16 +14,15 @@ struct RecoveryCodesCommand: AsyncParsableCommand {
     @Option(help: "How many codes, 1–20.") var count = 10
     @Option(help: "text or json.") var format: OutputFormat = .text
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let codes = try await context.withService(create: true) { service in
             try await service.recoveryCodes(user: user, RecoveryCodesRequest(count: count), caller: context.caller)
         }.codes
         switch format {
-        case .json: print(JSONValue.object([("user", .string(user)), ("codes", .array(codes.map { .string($0) }))]).rendered)
+        case .json: context.print(JSONValue.object([("user", .string(user)), ("codes", .array(codes.map { .string($0) }))]).rendered)
         case .text:
-            print("Recovery codes for \(user) (each works once; store them offline):\n")
-            for code in codes { print("  \(code)") }
+            context.print("Recovery codes for \(user) (each works once; store them offline):\n")
+            for code in codes { context.print("  \(code)") }
         }
     }
 }

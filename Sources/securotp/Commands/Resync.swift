@@ -1,7 +1,7 @@
 import ArgumentParser
 import SecurOTPService
 
-struct Resync: AsyncParsableCommand {
+struct Resync: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Resynchronise a token whose clock or counter drifted, from two consecutive codes.",
         discussion: "Give two codes the token shows one after the other (for PIN tokens: the tokencodes, without PIN). The drift is stored and used from then on; the two codes are used up. Example: securotp resync alice 000123456789 123456 654321"
@@ -13,11 +13,10 @@ struct Resync: AsyncParsableCommand {
     @Argument(help: "A code from the token.") var first: String
     @Argument(help: "The code that followed it.") var second: String
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let result = try await context.withService { service in
             try await service.resync(user: user, serial: serial, ResyncRequest(first: first, second: second), caller: context.caller)
         }
-        print("Token \(serial) of \(user) resynchronised (\(result.description)).")
+        context.print("Token \(serial) of \(user) resynchronised (\(result.description)).")
     }
 }

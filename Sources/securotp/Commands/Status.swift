@@ -2,7 +2,7 @@ import ArgumentParser
 import SecurOTPService
 import SecurOTPCommandLine
 
-struct Status: AsyncParsableCommand {
+struct Status: ContextCommand {
     static let configuration = CommandConfiguration(abstract: "Show where the store lives and what it holds.")
 
     @OptionGroup var global: GlobalOptions
@@ -10,8 +10,7 @@ struct Status: AsyncParsableCommand {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let paths = context.settings.paths
         let status = try await context.withService { service in try await service.status(caller: context.caller) }
         switch format {
@@ -24,7 +23,7 @@ struct Status: AsyncParsableCommand {
                 ("tokens", .number(Int64(status.tokens))),
                 ("locked_users", .array(status.lockedUsers.map { .string($0) })),
             ]
-            print(JSONValue.object(members).rendered)
+            context.print(JSONValue.object(members).rendered)
         case .text:
             var rows = [["Database:", "\(status.location) (\(status.store), schema \(status.schemaVersion))"]]
             if !context.isRemote {
@@ -35,7 +34,7 @@ struct Status: AsyncParsableCommand {
                 ["Tokens:", "\(status.tokens) (\(status.totpTokens) TOTP, \(status.hotpTokens) HOTP)"],
                 ["Locked users:", status.lockedUsers.isEmpty ? "none" : status.lockedUsers.joined(separator: ", ")],
             ]
-            print(Formatting.table(["", ""], rows).split(separator: "\n").dropFirst().joined(separator: "\n"))
+            context.print(Formatting.table(["", ""], rows).split(separator: "\n").dropFirst().joined(separator: "\n"))
         }
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import SecurOTPService
 import SecurOTPStore
 
-struct Nickname: AsyncParsableCommand {
+struct Nickname: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Name a token (at most 32 characters).",
         discussion: "Example: securotp nickname alice 4821093375 \"work phone\""
@@ -13,16 +13,15 @@ struct Nickname: AsyncParsableCommand {
     @Argument(help: "The token's serial (see securotp list).") var serial: String
     @Argument(help: "The new nickname; \"\" clears it.") var name: String
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         try await context.withService { service in
             try await service.setNickname(user: user, serial: serial, NicknameRequest(nickname: name), caller: context.caller)
         }
-        print("Token \(serial) of \(user) is now called \"\(name)\".")
+        context.print("Token \(serial) of \(user) is now called \"\(name)\".")
     }
 }
 
-struct Delete: AsyncParsableCommand {
+struct Delete: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete one token; its codes stop working at once.",
         discussion: "Example: securotp delete alice 4821093375"
@@ -32,14 +31,13 @@ struct Delete: AsyncParsableCommand {
     @Argument(help: "The token's owner.", transform: CommandContext.canonical) var user: String
     @Argument(help: "The token's serial (see securotp list).") var serial: String
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         try await context.withService { service in try await service.deleteToken(user: user, serial: serial, caller: context.caller) }
-        print("Deleted token \(serial) of \(user).")
+        context.print("Deleted token \(serial) of \(user).")
     }
 }
 
-struct Reset: AsyncParsableCommand {
+struct Reset: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete all of a user's tokens and clear their failure count and lock.",
         discussion: """
@@ -50,14 +48,13 @@ struct Reset: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The user to reset.", transform: CommandContext.canonical) var user: String
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let removed = try await context.withService { service in try await service.reset(user: user, caller: context.caller) }.removed
-        print("Removed \(removed) token\(removed == 1 ? "" : "s") of \(user).")
+        context.print("Removed \(removed) token\(removed == 1 ? "" : "s") of \(user).")
     }
 }
 
-struct Unlock: AsyncParsableCommand {
+struct Unlock: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Lift a lock caused by repeated wrong codes and reset the failure count.",
         discussion: "Example: securotp unlock alice"
@@ -66,14 +63,13 @@ struct Unlock: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The locked user.", transform: CommandContext.canonical) var user: String
 
-    func run() async throws {
-        let context = try CommandContext(global)
+    func run(in context: CommandContext) async throws {
         let wasLocked = try await context.withService { service in try await service.unlock(user: user, caller: context.caller) }.wasLocked
-        print(wasLocked ? "Unlocked \(user)." : "\(user) was not locked; failure count reset.")
+        context.print(wasLocked ? "Unlocked \(user)." : "\(user) was not locked; failure count reset.")
     }
 }
 
-struct BindingIDCommand: AsyncParsableCommand {
+struct BindingIDCommand: ContextCommand {
     static let configuration = CommandConfiguration(
         commandName: "binding-id",
         abstract: "Print this host's binding ID for a user (24 hex characters).",
@@ -85,10 +81,9 @@ struct BindingIDCommand: AsyncParsableCommand {
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The Unix user (default: the user running the command).", transform: CommandContext.canonical) var user: String?
 
-    func run() async throws {
+    func run(in context: CommandContext) async throws {
         let name = user ?? CommandContext.invokingUser()
         try Store.validate(user: name)
-        let context = try CommandContext(global)
-        print(try await context.withService(create: true) { service in try await service.bindingID(user: name, caller: context.caller) }.bindingId)
+        context.print(try await context.withService(create: true) { service in try await service.bindingID(user: name, caller: context.caller) }.bindingId)
     }
 }

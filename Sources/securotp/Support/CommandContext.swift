@@ -1,3 +1,4 @@
+import ArgumentParser
 import Glibc
 import SecurOTPCore
 import SecurOTPService
@@ -17,6 +18,25 @@ struct CommandContext {
 
     var settings: Settings
     let target: Target
+    /// Where commands write: standard output, or what a test collects.
+    var output = CommandOutput.standard
+    /// Seconds since the epoch; a test may fix it.
+    var clock: @Sendable () -> Int64 = { Int64(time(nil)) }
+    /// Secret lines (PINs) as typed: the terminal with echo off, or what a test supplies.
+    var secretLine: (_ prompt: String, _ what: String) throws -> [UInt8] = { prompt, what in
+        try Terminal.secretLine(prompt: prompt, what: what)
+    }
+    /// A service to run every command against instead of opening one (tests: a store in a
+    /// temporary directory); the caller closes it.
+    var service: (any TokenService)?
+
+    /// A context on `service`, for running commands in-process (tests).
+    init(service: any TokenService, settings: Settings, output: CommandOutput) {
+        self.settings = settings
+        target = .local
+        self.service = service
+        self.output = output
+    }
 
     init(_ options: GlobalOptions) throws {
         func environment(_ name: String) -> String? {
@@ -66,6 +86,7 @@ struct CommandContext {
     /// The service for this run, closed when `body` returns. Local stores are created first
     /// when `create` is set (enroll, import, ...); otherwise a missing store is an error.
     func withService<R>(create: Bool = false, _ body: (any TokenService) async throws -> R) async throws -> R {
+        if let service = self.service { return try await body(service) }
         let service: any TokenService
         switch target {
         case .local:
@@ -102,6 +123,11 @@ struct CommandContext {
 
     static func now() -> Int64 { Int64(time(nil)) }
 
+    func now() -> Int64 { clock() }
+
+    /// One line of output.
+    func print(_ text: String) { output.write(text + "\n") }
+
     static func fail(_ message: String, exitCode: Int32) -> Never {
         // Messages may carry what a validator or a host sent: escaped (TerminalText).
         standardError("securotp: \(TerminalText.escaped(message))\n")
@@ -119,4 +145,22 @@ struct CommandContext {
         var buffer = [CChar](repeating: 0, count: 4096)
         return getpwnam_r(user, &entry, &buffer, buffer.count, &result) == 0 && result != nil
     }
+}
+
+/// Where a command's output goes.
+struct CommandOutput: Sendable {
+    let write: @Sendable (String) -> Void
+
+    static let standard = CommandOutput { text in Swift.print(text, terminator: "") }
+}
+
+/// A command that runs against a CommandContext. `run()` makes the context from the global
+/// options; a test hands one in (`run(in:)`) and reads what it printed.
+protocol ContextCommand: AsyncParsableCommand {
+    var global: GlobalOptions { get }
+    func run(in context: CommandContext) async throws
+}
+
+extension ContextCommand {
+    func run() async throws { try await run(in: CommandContext(global)) }
 }
