@@ -46,7 +46,7 @@ extension PAMSession {
     /// PAM_AUTH_ERR for everything else.
     func conclude(_ report: StepReport, user: String) -> Int32 {
         let note = report.note.isEmpty ? "" : " (\(report.note))"
-        let count = "\(report.failures) consecutive failure\(report.failures == 1 ? "" : "s")"
+        let count = Wording.count(report.failures, "consecutive failure")
         let failures = "\(count)\(report.source)"
         var result = PAM_AUTH_ERR
         switch report.outcome {

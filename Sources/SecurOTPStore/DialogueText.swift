@@ -23,3 +23,11 @@ public enum DialogueText {
         return "PIN set. Wait for the code to change, then enter \(how): "
     }
 }
+
+/// Counted nouns for log lines and messages: "1 consecutive failure", "2 consecutive failures".
+public enum Wording {
+    /// `count` and the noun, the plural made by adding "s" unless `plural` is given.
+    public static func count(_ count: Int, _ singular: String, plural: String? = nil) -> String {
+        "\(count) \(count == 1 ? singular : plural ?? singular + "s")"
+    }
+}
