@@ -50,6 +50,14 @@ extension PAMSession {
         let failures = "\(count)\(report.source)"
         var result = PAM_AUTH_ERR
         switch report.outcome {
+        case .accepted, .acceptedRecoveryCode: record.kind = nil
+        case .locked: record.kind = .locked
+        case .replayed: record.kind = .replayed
+        case .rejected: record.kind = .refused
+        }
+        if case .locked = report.outcome { record.locks = true }
+        if report.lockedNow { record.locks = true }
+        switch report.outcome {
         case .accepted(let serial):
             let how = report.note.isEmpty ? "" : ", \(report.note)"
             log(LOG_INFO, "accepted code for \(user) (token \(serial)\(how))\(report.source)")
