@@ -33,7 +33,7 @@ struct RemoteVerification: PasscodeCheck {
     /// host's offline codes only.
     private var offlineOnly = false
     /// The user's offline codes on this host (keyed with the credential the client read).
-    private var offline: OfflineCodes?
+    private var offline: HostOfflineCodes?
 
     init(_ login: LoginContext) { self.login = login }
 
@@ -52,7 +52,7 @@ struct RemoteVerification: PasscodeCheck {
             return .finish(PAM_AUTHINFO_UNAVAIL)
         }
         self.client = client
-        let offline = OfflineCodes(login: login, caches: OfflineCacheDirectory(login.settings), pepper: client.pepper)
+        let offline = HostOfflineCodes(login: login, caches: OfflineCacheDirectory(login.settings), pepper: client.pepper)
         self.offline = offline
         let preflight: PreflightAnswer
         do throws(ValidatorFailure) {
@@ -156,7 +156,7 @@ struct RemoteVerification: PasscodeCheck {
         }
     }
 
-    private mutating func checkOffline(_ input: UnsafeBufferPointer<UInt8>, _ offline: OfflineCodes, countsFailure: Bool) -> Int32 {
+    private mutating func checkOffline(_ input: UnsafeBufferPointer<UInt8>, _ offline: HostOfflineCodes, countsFailure: Bool) -> Int32 {
         let (code, digits) = offline.check(input, countsFailure: countsFailure)
         matchedDigits = digits
         return code

@@ -7,7 +7,7 @@ import SecurOTPStore
 /// answer against it while the validator is unreachable, and keeping what the validator sends
 /// after an online login. Every change is made under the cache directory's lock and is on disk
 /// before the login's result is returned, so a code is accepted at most once on this host.
-struct OfflineCodes {
+struct HostOfflineCodes {
     let login: LoginContext
     let caches: OfflineCacheDirectory
     /// The host credential's hash (ValidatorClient.pepper).
