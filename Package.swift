@@ -142,6 +142,8 @@ let package = Package(
 
         .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore"], resources: []),
         .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPStore", "SecurOTPService"]),
+        // The PAM module's own logic (SecurOTPAuth) and the texts it shows and logs.
+        .testTarget(name: "SecurOTPAuthTests", dependencies: ["SecurOTPAuth", "SecurOTPStore", "CPAM"]),
         .testTarget(name: "SecurOTPQRTests", dependencies: ["SecurOTPQR"]),
         .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),

@@ -50,12 +50,16 @@ public enum Authenticator {
 
     /// The conversation around a check, the same in both modes: the check prepares (before
     /// any prompt), an earlier module's password may be the code, then the prompt.
-    private static func converse<Check: PasscodeCheck>(_ check: inout Check, _ login: LoginContext) -> Int32 {
+    static func converse<Check: PasscodeCheck>(_ check: inout Check, _ login: LoginContext) -> Int32 {
         let session = login.session
         let settings = login.settings
+        var memory = HandleMemory.load(session, user: login.user)
         switch check.prepare() {
         case .ask: break
-        case .finish(let code): return code
+        case .finish(let code):
+            // Before any prompt: only an unavailable store or validator has a reason to tell.
+            if code == PAM_AUTHINFO_UNAVAIL { Refusal.tell(after: code, login, &memory) }
+            return code
         case .skipFactor:
             // The password still has to reach the next module; the code part is dropped.
             guard settings.forwardPass else { return PAM_IGNORE }
@@ -71,13 +75,20 @@ public enum Authenticator {
             // try_first_pass usually hands over a password, not a code: a miss there is not a
             // failure of the user's, and the prompt that follows gets the real attempt.
             let result = verify(&check, input, login, countsFailure: settings.useFirstPass)
-            if result == PAM_SUCCESS || settings.useFirstPass || result == PAM_AUTHINFO_UNAVAIL || result == PAM_IGNORE { return result }
+            if result == PAM_SUCCESS || settings.useFirstPass || result == PAM_AUTHINFO_UNAVAIL || result == PAM_IGNORE {
+                Refusal.tell(after: result, login, &memory)
+                return result
+            }
         } else if settings.useFirstPass {
             session.log(LOG_NOTICE, "use_first_pass: no earlier password for \(login.shownUser); denying")
             return PAM_AUTH_ERR
         }
 
-        let (conversationCode, response) = session.askSecret(prompt(settings, challenge: check.challenge))
+        // With messages silenced, the previous call's refusal on this handle (sudo's earlier
+        // try) is told before the prompt, the only text that still reaches the user.
+        let reason = memory.takePending()
+        let shown = prompt(settings, challenge: check.challenge)
+        let (conversationCode, response) = session.askSecret(reason.map { "\($0) \(shown)" } ?? shown)
         guard let response else {
             session.log(LOG_ERR, "conversation failed for \(login.shownUser): \(String(cString: pam_strerror(session.handle, conversationCode)))")
             return conversationCode
@@ -86,11 +97,13 @@ public enum Authenticator {
         let input = mutableBytes(response)
         let result = verify(&check, UnsafeBufferPointer(input), login, countsFailure: true)
         if settings.forwardPass { forwardPassword(session, input: input, codeDigits: check.matchedDigits ?? 6) }
+        Refusal.tell(after: result, login, &memory)
         return result
     }
 
     private static func verify<Check: PasscodeCheck>(_ check: inout Check, _ input: UnsafeBufferPointer<UInt8>, _ login: LoginContext,
                                                      countsFailure: Bool) -> Int32 {
+        login.session.record.reset()
         guard input.count <= maxInput else {
             login.session.log(LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
             return PAM_AUTH_ERR

@@ -12,6 +12,9 @@ struct LocalVerification: PasscodeCheck {
     /// The challenge's attempt was counted when it was issued (Store.issueChallenge).
     private var charged = false
     private var issuedAt: Int64 = 0
+    /// The dialogue under way: the next code's position, the new PIN's mode.
+    private var nextCodePosition: Int64 = 0
+    private var pinMode = PINMode.none
 
     init(_ login: LoginContext) { self.login = login }
 
@@ -61,11 +64,15 @@ struct LocalVerification: PasscodeCheck {
         if challenge != nil, live == nil {
             session.log(LOG_NOTICE, "OCRA challenge for \(login.shownUser) answered after more than \(ChallengeIssue.lifetime) s; not checked")
         }
-        return finish(store { (store) throws(StoreError) in
+        let first = outcome(store { (store) throws(StoreError) in
             try store.verify(user: login.user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now,
                              failureKey: failureKey, countsFailure: countsFailure, challenge: live, charged: charged)
-        }, dialogues: 2)
+        })
+        return DialogueRunner.run(first, &self, login: login, steps: Self.dialogueSteps)
     }
+
+    /// Follow-up dialogues (next tokencode, new PIN) one login may run.
+    static let dialogueSteps = 2
 
     /// Runs one store operation; nil (logged) when the store is unavailable.
     private func store<R>(_ body: (Store) throws(StoreError) -> R) -> R? {
@@ -77,74 +84,65 @@ struct LocalVerification: PasscodeCheck {
         }
     }
 
-    /// Turns a verification result into a PAM code, running the follow-up dialogues a result
-    /// can ask for (next tokencode, new PIN) at most `dialogues` times.
-    private mutating func finish(_ result: VerifyResult?, dialogues: Int) -> Int32 {
-        guard let result else { return PAM_AUTHINFO_UNAVAIL }
-        let report: StepReport
+    /// What a verification result means for the login: a decision, or the dialogue it asks
+    /// for (the position or PIN mode kept here for the answer).
+    private mutating func outcome(_ result: VerifyResult?) -> StepOutcome {
+        guard let result else { return .finished(PAM_AUTHINFO_UNAVAIL) }
         switch result.outcome {
         case .accepted(let serial, let digits):
             matchedDigits = digits
-            report = StepReport(.accepted(serial: serial), note: result.note)
+            return .concluded(StepReport(.accepted(serial: serial), note: result.note))
         case .acceptedRecoveryCode(let remaining):
-            report = StepReport(.acceptedRecoveryCode, note: "\(remaining) left", info: DialogueText.recoveryCodeAccepted(remaining: remaining))
+            return .concluded(StepReport(.acceptedRecoveryCode, note: "\(remaining) left", info: DialogueText.recoveryCodeAccepted(remaining: remaining)))
         case .locked:
-            report = StepReport(.locked, note: "", failures: result.failures)
+            return .concluded(StepReport(.locked, note: "", failures: result.failures))
         case .replayed(let serial):
-            report = StepReport(.replayed, note: "token \(serial)", failures: result.failures, lockedNow: result.lockedNow,
-                                lockDuration: lockDuration, info: DialogueText.replayed)
+            return .concluded(StepReport(.replayed, note: "token \(serial)", failures: result.failures, lockedNow: result.lockedNow,
+                                         lockDuration: lockDuration, info: DialogueText.replayed))
         case .rejected:
-            report = StepReport(.rejected, note: result.note, failures: result.failures, lockedNow: result.lockedNow, lockDuration: lockDuration)
+            return .concluded(StepReport(.rejected, note: result.note, failures: result.failures, lockedNow: result.lockedNow,
+                                         lockDuration: lockDuration))
         case .nextCodeRequired(let serial, let position):
-            guard dialogues > 0 else { return PAM_AUTH_ERR }
-            session.log(LOG_NOTICE, "asking \(login.shownUser) for the next code of token \(serial) (\(result.note))")
-            return nextCodeDialogue(serial: serial, position: position, dialogues: dialogues - 1)
+            // SecurID's next-tokencode mode: the code just typed lay outside the window (or
+            // too many failures preceded it); the code that follows it on the token settles it.
+            nextCodePosition = position
+            return .next(.nextCode(serial: serial, prompt: DialogueText.nextCode, reason: result.note), counted: true)
         case .newPINRequired(let serial, let mode):
-            guard dialogues > 0 else { return PAM_AUTH_ERR }
-            session.log(LOG_NOTICE, "\(login.shownUser) must set a new PIN for token \(serial)")
-            return newPINDialogue(serial: serial, mode: mode, dialogues: dialogues - 1)
+            // New-PIN mode: the tokencode proved the token; the user picks a PIN (checked
+            // against the rules here), then logs in with a passcode made with it.
+            pinMode = mode
+            return .next(.newPIN(serial: serial, prompt: DialogueText.newPIN(mode), again: DialogueText.newPINAgain, rules: mode), counted: true)
         }
-        return session.conclude(report, user: login.shownUser)
     }
 
     private var lockDuration: String {
         settings.policy.unlockTime > 0 ? "for \(settings.policy.unlockTime) s" : "until securotp unlock \(login.shownUser)"
     }
+}
 
-    /// SecurID's next-tokencode mode: the code just typed lay outside the window (or too many
-    /// failures preceded it); the code that follows it on the token settles it.
-    private mutating func nextCodeDialogue(serial: String, position: Int64, dialogues: Int) -> Int32 {
-        let (code, response) = session.askSecret(DialogueText.nextCode)
-        guard let response else { return code }
-        defer { securotp_pam_free_response(response) }
-        let now = Int64(time(nil))
-        return finish(store { (store) throws(StoreError) in
-            try store.verifyNextCode(user: login.user, serial: serial, position: position, input: bytes(response), policy: settings.policy, now: now)
-        }, dialogues: dialogues)
-    }
+extension LocalVerification: DialogueBackend {
+    var source: String { "" }
 
-    /// New-PIN mode: the tokencode proved the token; the user picks a PIN (asked twice, checked
-    /// against the rules), then logs in with a passcode made with it.
-    private mutating func newPINDialogue(serial: String, mode: PINMode, dialogues: Int) -> Int32 {
-        let (entryCode, entry) = session.askNewPIN(DialogueText.newPIN(mode), again: DialogueText.newPINAgain, user: login.shownUser, serial: serial)
-        guard let entry else { return entryCode }
-        defer { securotp_pam_free_response(entry) }
-        let pin = bytes(entry)
-        if let problem = PINRules.problem(pin, mode: mode) {
-            session.error(DialogueText.pinRefused(problem))
-            session.log(LOG_NOTICE, "new PIN for \(login.shownUser) (token \(serial)) refused by the PIN rules")
-            return PAM_AUTH_ERR
-        }
-        guard store({ (store) throws(StoreError) in try store.setPIN(user: login.user, serial: serial, pin: pin) }) != nil else {
-            return PAM_AUTHINFO_UNAVAIL
-        }
-        session.log(LOG_NOTICE, "\(login.shownUser) set a new PIN for token \(serial)")
-        let (code, response) = session.askSecret(DialogueText.pinSet(mode))
-        guard let response else { return code }
-        defer { securotp_pam_free_response(response) }
+    func tooManySteps() -> Int32 { PAM_AUTH_ERR }
+
+    mutating func answer(_ step: NextStep, _ answer: UnsafeBufferPointer<UInt8>) -> StepOutcome {
         let now = Int64(time(nil))
-        return finish(store { (store) throws(StoreError) in
-            try store.verify(user: login.user, input: bytes(response), codeAtEnd: false, policy: settings.policy, now: now, failureKey: failureKey)
-        }, dialogues: dialogues)
+        switch step {
+        case .nextCode(let serial, _, _):
+            let position = nextCodePosition
+            return outcome(store { (store) throws(StoreError) in
+                try store.verifyNextCode(user: login.user, serial: serial, position: position, input: answer, policy: settings.policy, now: now)
+            })
+        case .newPIN(let serial, _, _, _):
+            guard store({ (store) throws(StoreError) in try store.setPIN(user: login.user, serial: serial, pin: answer) }) != nil else {
+                return .finished(PAM_AUTHINFO_UNAVAIL)
+            }
+            // Setting the PIN is part of this step: the passcode made with it is not another.
+            return .next(.passcode(serial: serial, prompt: DialogueText.pinSet(pinMode)), counted: false)
+        case .passcode:
+            return outcome(store { (store) throws(StoreError) in
+                try store.verify(user: login.user, input: answer, codeAtEnd: false, policy: settings.policy, now: now, failureKey: failureKey)
+            })
+        }
     }
 }

@@ -7,6 +7,8 @@ struct PAMSession {
     let handle: OpaquePointer
     let silent: Bool
     let debug: Bool
+    /// What this call's verification steps decided and said (Refusal).
+    let record = StepRecord()
 
     /// One syslog line; what a validator sent (reasons, messages) is escaped (TerminalText).
     func log(_ priority: Int32, _ message: String) {
@@ -56,6 +58,7 @@ struct PAMSession {
     func error(_ message: String) { show(PAM_ERROR_MSG, message) }
 
     private func show(_ style: Int32, _ message: String) {
+        record.explanation = message
         guard !silent else { return }
         var ignored: UnsafeMutablePointer<CChar>?
         _ = securotp_pam_prompt(handle, style, message, &ignored)

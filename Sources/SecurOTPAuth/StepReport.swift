@@ -46,9 +46,17 @@ extension PAMSession {
     /// PAM_AUTH_ERR for everything else.
     func conclude(_ report: StepReport, user: String) -> Int32 {
         let note = report.note.isEmpty ? "" : " (\(report.note))"
-        let count = "\(report.failures) consecutive failure\(report.failures == 1 ? "" : "s")"
+        let count = Wording.count(report.failures, "consecutive failure")
         let failures = "\(count)\(report.source)"
         var result = PAM_AUTH_ERR
+        switch report.outcome {
+        case .accepted, .acceptedRecoveryCode: record.kind = nil
+        case .locked: record.kind = .locked
+        case .replayed: record.kind = .replayed
+        case .rejected: record.kind = .refused
+        }
+        if case .locked = report.outcome { record.locks = true }
+        if report.lockedNow { record.locks = true }
         switch report.outcome {
         case .accepted(let serial):
             let how = report.note.isEmpty ? "" : ", \(report.note)"

@@ -18,8 +18,33 @@ public enum DialogueText {
 
     public static func pinRefused(_ problem: String) -> String { "PIN refused: \(problem). Log in again to set your PIN." }
 
+    /// A refused code the module may not explain further: a wrong code, and also a code not
+    /// checked because the user is locked (a lock this login did not cause must look like a
+    /// wrong code: docs/security.md, "What a refused user is told").
+    public static let refused = "Code refused (wrong, or locked after repeated failures)."
+
+    /// This login's own failures locked the user (docs/security.md): `unlockTime` as in
+    /// VerifyPolicy (0: until an admin unlocks), nil when this host does not know it.
+    public static func locked(unlockTime: Int64?) -> String {
+        guard let unlockTime else { return "Too many failed codes: locked; ask an admin to unlock you." }
+        guard unlockTime > 0 else { return "Too many failed codes: locked until an admin unlocks you." }
+        let duration = unlockTime % 60 == 0 ? Wording.count(Int(unlockTime / 60), "minute") : Wording.count(Int(unlockTime), "second")
+        return "Too many failed codes: locked for \(duration); ask an admin to unlock you sooner."
+    }
+
+    /// The code could not be checked: the token store or the validator is unavailable.
+    public static let unavailable = "Codes cannot be checked right now; ask an admin."
+
     public static func pinSet(_ mode: PINMode) -> String {
         let how = mode == .addedByToken ? "the passcode your token shows with the new PIN" : "your new PIN followed by the next code"
         return "PIN set. Wait for the code to change, then enter \(how): "
+    }
+}
+
+/// Counted nouns for log lines and messages: "1 consecutive failure", "2 consecutive failures".
+public enum Wording {
+    /// `count` and the noun, the plural made by adding "s" unless `plural` is given.
+    public static func count(_ count: Int, _ singular: String, plural: String? = nil) -> String {
+        "\(count) \(count == 1 ? singular : plural ?? singular + "s")"
     }
 }

@@ -86,9 +86,10 @@ public struct OfflineCache: Sendable, Equatable {
     /// for `unlockTime` seconds (0: until the validator is back and clears them). Only called
     /// while the cache is not locked. Returns whether this failure locked it.
     public mutating func fail(now: Int64, deny: Int, unlockTime: Int64) -> Bool {
-        failures += 1
-        guard deny > 0, failures >= deny else { return false }
-        lockedUntil = unlockTime == 0 ? Int64.max : now + unlockTime
+        failures = Lockout.oneMore(failures)
+        let until = Lockout.lockedUntil(failures: failures, deny: deny, unlockTime: unlockTime, now: now)
+        guard until != 0 else { return false }
+        lockedUntil = until
         return true
     }
 

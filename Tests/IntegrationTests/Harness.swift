@@ -368,16 +368,20 @@ final class Sandbox {
 
     /// Starts `pam-check --confdir DIR SERVICE USER RESPONSES...`; `process` asks it to report
     /// thread counts and whether libcurl was loaded.
-    func startLogin(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false) throws -> Child {
+    /// `tries`: pam_authenticate up to that many times on one handle, as sudo does.
+    func startLogin(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false,
+                    tries: Int = 1) throws -> Child {
         var environment: [String: String] = [:]
         if silent { environment["PAM_CHECK_SILENT"] = "1" }
+        if tries != 1 { environment["PAM_CHECK_TRIES"] = "\(tries)" }
         if process { environment["PAM_CHECK_PROCESS"] = "1" }
         return try Run.start(pamCheck, ["--confdir", pamDirectory, service, user] + responses, environment: environment)
     }
 
     /// One authentication through libpam; the exit status is the PAM code.
-    func login(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false) throws -> ProcessResult {
-        try startLogin(service, user, responses, silent: silent, process: process).wait()
+    func login(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false,
+               tries: Int = 1) throws -> ProcessResult {
+        try startLogin(service, user, responses, silent: silent, process: process, tries: tries).wait()
     }
 }
 

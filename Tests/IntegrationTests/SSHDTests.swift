@@ -73,11 +73,15 @@ struct SSHDTests {
 
         let replay = try login(code)
         #expect(replay.status != 0, "a replayed code logged in over ssh:\n\(replay)")
+        #expect((replay.stdout + replay.stderr).contains(PAM.replayInfo), "ssh did not show why:\n\(replay)")
         #expect(!replay.stdout.contains("securotp-ssh-ok"))
 
         let wrong = try Oath.wrongHOTP(token.secret)
         let refused = try login(wrong)
         #expect(refused.status != 0, "a wrong code logged in over ssh:\n\(refused)")
+        // sshd passes the module's message on as the keyboard-interactive instruction of a
+        // last round, which ssh prints before giving up.
+        #expect((refused.stdout + refused.stderr).contains(RefusalMessageTests.refused), "ssh did not show why:\n\(refused)")
 
         let next = try login(try Oath.hotp(token.secret, counter: 1))
         #expect(next.status == 0 && next.stdout.contains("securotp-ssh-ok"), "\(next)")

@@ -8,6 +8,9 @@
  * COMMAND runs through /bin/sh with PAM_CHECK_PROMPT set to the prompt, and its first output
  * line is the answer (for challenge-response prompts). Environment:
  *   PAM_CHECK_SILENT=1    pass PAM_SILENT
+ *   PAM_CHECK_TRIES=N     call pam_authenticate up to N times on the one handle until it
+ *                         succeeds, printing "retry: Sorry, try again." before each further
+ *                         call — what sudo does (passwd_tries, default 3)
  *   PAM_CHECK_PROCESS=1   also print "threads-before: N" (before pam_start), "threads-after: N"
  *                         and "libcurl-loaded: yes|no" (after pam_end), from /proc/self
  * Prints one line per conversation message ("prompt: ...", "info: ...", "error: ..."), then
@@ -115,7 +118,18 @@ int main(int argc, char **argv) {
         return rc;
     }
     const char *silent = getenv("PAM_CHECK_SILENT");
-    rc = pam_authenticate(pamh, silent != NULL && strcmp(silent, "1") == 0 ? PAM_SILENT : 0);
+    const char *tries_text = getenv("PAM_CHECK_TRIES");
+    int tries = tries_text != NULL ? atoi(tries_text) : 1;
+    if (tries < 1 || tries > 100) tries = 1;
+    for (int try = 0; try < tries; try++) {
+        if (try > 0) {
+            printf("retry: Sorry, try again.\n");
+            fflush(stdout);
+        }
+        rc = pam_authenticate(pamh, silent != NULL && strcmp(silent, "1") == 0 ? PAM_SILENT : 0);
+        /* sudo tries again only after these (plugins/sudoers/auth/pam.c, sudo_pam_verify). */
+        if (rc != PAM_AUTH_ERR && rc != PAM_AUTHINFO_UNAVAIL && rc != PAM_MAXTRIES && rc != PAM_PERM_DENIED) break;
+    }
     printf("result: %s\n", pam_strerror(pamh, rc));
     fflush(stdout);
     pam_end(pamh, rc);

@@ -27,17 +27,19 @@ struct RemoteVerification: PasscodeCheck {
     /// How many trailing characters of a forward_pass answer are sent: the longest code of the
     /// user's tokens. Never more: the password stays on this host.
     private var codeLength = 6
+    /// The id of the validator's challenge the user is answering.
+    private var pendingChallengeID = ""
     /// The validator was unreachable before the prompt: the answer is checked against this
     /// host's offline codes only.
     private var offlineOnly = false
     /// The user's offline codes on this host (keyed with the credential the client read).
-    private var offline: OfflineCodes?
+    private var offline: HostOfflineCodes?
 
     init(_ login: LoginContext) { self.login = login }
 
     private var session: PAMSession { login.session }
     private var remote: ValidatorSettings { login.settings.remote }
-    private var source: String { " [validator]" }
+    var source: String { " [validator]" }
 
     mutating func prepare() -> Preparation {
         // A name no account can have is never sent; it is prompted and refused like others.
@@ -50,7 +52,7 @@ struct RemoteVerification: PasscodeCheck {
             return .finish(PAM_AUTHINFO_UNAVAIL)
         }
         self.client = client
-        let offline = OfflineCodes(login: login, caches: OfflineCacheDirectory(login.settings), pepper: client.pepper)
+        let offline = HostOfflineCodes(login: login, caches: OfflineCacheDirectory(login.settings), pepper: client.pepper)
         self.offline = offline
         let preflight: PreflightAnswer
         do throws(ValidatorFailure) {
@@ -117,7 +119,7 @@ struct RemoteVerification: PasscodeCheck {
             return failed(error, during: "verification")
         }
         offline.keep(answer, reported: reported)
-        return conclude(answer, client: client, answersLeft: Self.maxAnswers)
+        return DialogueRunner.run(outcome(answer), &self, login: login, steps: Self.maxAnswers)
     }
 
     /// One request whose answer is a VerifyAnswer.
@@ -126,81 +128,35 @@ struct RemoteVerification: PasscodeCheck {
         return answer
     }
 
-    /// Sends a challenge's answer and concludes with what comes back.
-    private mutating func send(_ path: String, _ body: SecretBytes, client: ValidatorClient, answersLeft: Int) -> Int32 {
-        let answer: VerifyAnswer
-        do throws(ValidatorFailure) {
-            answer = try ask(path, body, client: client)
-        } catch {
-            return failed(error, during: "verification")
-        }
-        return conclude(answer, client: client, answersLeft: answersLeft)
-    }
-
-    /// Turns a validator's answer into a PAM code, answering further challenges while they
-    /// come (at most `answersLeft`).
-    private mutating func conclude(_ answer: VerifyAnswer, client: ValidatorClient, answersLeft: Int) -> Int32 {
-        let user = login.shownUser
+    /// What a validator's answer means for the login: its decision, or the challenge it asks
+    /// the user to answer (its id kept here for the answer).
+    private mutating func outcome(_ answer: VerifyAnswer) -> StepOutcome {
         let serial = answer.serial ?? "?"
-        let report: StepReport
         switch answer.result {
         case .accept:
             matchedDigits = answer.codeDigits
-            report = StepReport(serial == "recovery" ? .acceptedRecoveryCode : .accepted(serial: serial), note: answer.reason,
-                                info: answer.info, error: answer.error, source: source)
+            return .concluded(StepReport(serial == "recovery" ? .acceptedRecoveryCode : .accepted(serial: serial), note: answer.reason,
+                                         info: answer.info, error: answer.error, source: source))
         case .reject:
-            report = StepReport(answer.isReplay ? .replayed : .rejected, note: answer.reason, failures: answer.failures,
-                                lockedNow: answer.lockedNow, info: answer.info, error: answer.error, source: source)
+            return .concluded(StepReport(answer.isReplay ? .replayed : .rejected, note: answer.reason, failures: answer.failures,
+                                         lockedNow: answer.lockedNow, info: answer.info, error: answer.error, source: source))
         case .locked:
-            report = StepReport(.locked, note: answer.reason, failures: answer.failures, info: answer.info, error: answer.error, source: source)
+            return .concluded(StepReport(.locked, note: answer.reason, failures: answer.failures, info: answer.info, error: answer.error, source: source))
         case .challenge:
-            guard let challenge = answer.challenge, answersLeft > 0 else {
-                session.log(LOG_ERR, "the validator asked \(user) for more dialogue steps than a login may take; denying")
-                return PAM_AUTH_ERR
+            guard let challenge = answer.challenge else { return .finished(tooManySteps()) }
+            pendingChallengeID = challenge.id
+            let step: NextStep
+            switch challenge.kind {
+            case .nextCode: step = .nextCode(serial: serial, prompt: challenge.prompt, reason: answer.reason)
+            case .passcode: step = .passcode(serial: serial, prompt: challenge.prompt)
+            // The validator checks the PIN rules; the two entries are compared here.
+            case .newPIN: step = .newPIN(serial: serial, prompt: challenge.prompt, again: challenge.confirmPrompt ?? DialogueText.newPINAgain, rules: nil)
             }
-            if let info = answer.info { session.tell(info) }
-            if let error = answer.error { session.error(error) }
-            return dialogue(challenge, serial: serial, reason: answer.reason, client: client, answersLeft: answersLeft - 1)
+            return .next(step, counted: true, info: answer.info, error: answer.error)
         }
-        return session.conclude(report, user: user)
     }
 
-    /// One challenge: the validator's prompt (echo off), the user's answer, the validator's
-    /// next answer. A new PIN is asked twice and compared here; entries that differ end the
-    /// login without telling the validator, as in local mode.
-    private mutating func dialogue(_ challenge: VerifyAnswer.Challenge, serial: String, reason: String, client: ValidatorClient,
-                                   answersLeft: Int) -> Int32 {
-        let user = login.shownUser
-        let response: UnsafeMutablePointer<CChar>
-        switch challenge.kind {
-        case .nextCode:
-            session.log(LOG_NOTICE, "asking \(user) for the next code of token \(serial) (\(reason))\(source)")
-            let (code, answer) = session.askSecret(challenge.prompt)
-            guard let answer else { return code }
-            response = answer
-        case .passcode:
-            session.log(LOG_NOTICE, "\(user) set a new PIN for token \(serial)\(source)")
-            let (code, answer) = session.askSecret(challenge.prompt)
-            guard let answer else { return code }
-            response = answer
-        case .newPIN:
-            session.log(LOG_NOTICE, "\(user) must set a new PIN for token \(serial)\(source)")
-            let (code, pin) = session.askNewPIN(challenge.prompt, again: challenge.confirmPrompt ?? DialogueText.newPINAgain, user: user, serial: serial)
-            guard let pin else { return code }
-            response = pin
-        }
-        defer { securotp_pam_free_response(response) }
-        let answer = bytes(response)
-        guard answer.count <= Authenticator.maxInput else {
-            session.log(LOG_NOTICE, "rejected an over-long answer for \(user)")
-            return PAM_AUTH_ERR
-        }
-        let body = JSONWriter.object([(key: "user", value: .text(login.user)), (key: "challenge_id", value: .text(challenge.id)),
-                                      (key: "answer", value: .secret(answer))])
-        return send("/v1/verify/answer", body, client: client, answersLeft: answersLeft)
-    }
-
-    private mutating func checkOffline(_ input: UnsafeBufferPointer<UInt8>, _ offline: OfflineCodes, countsFailure: Bool) -> Int32 {
+    private mutating func checkOffline(_ input: UnsafeBufferPointer<UInt8>, _ offline: HostOfflineCodes, countsFailure: Bool) -> Int32 {
         let (code, digits) = offline.check(input, countsFailure: countsFailure)
         matchedDigits = digits
         return code
@@ -237,6 +193,30 @@ struct RemoteVerification: PasscodeCheck {
         case .refused(let status, let message):
             session.log(LOG_ERR, "validator \(validator) refused the \(step) request for \(user) (HTTP \(status): \(message)); denying")
             return PAM_AUTH_ERR
+        }
+    }
+}
+
+extension RemoteVerification: DialogueBackend {
+    func tooManySteps() -> Int32 {
+        session.log(LOG_ERR, "the validator asked \(login.shownUser) for more dialogue steps than a login may take; denying")
+        return PAM_AUTH_ERR
+    }
+
+    /// Sends the answer to the validator's challenge; entries of a new PIN that differ never
+    /// get here (DialogueRunner ends the login without telling the validator, as local mode does).
+    mutating func answer(_ step: NextStep, _ answer: UnsafeBufferPointer<UInt8>) -> StepOutcome {
+        guard let client else { return .finished(PAM_AUTH_ERR) }
+        guard answer.count <= Authenticator.maxInput else {
+            session.log(LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
+            return .finished(PAM_AUTH_ERR)
+        }
+        let body = JSONWriter.object([(key: "user", value: .text(login.user)), (key: "challenge_id", value: .text(pendingChallengeID)),
+                                      (key: "answer", value: .secret(answer))])
+        do throws(ValidatorFailure) {
+            return outcome(try ask("/v1/verify/answer", body, client: client))
+        } catch {
+            return .finished(failed(error, during: "verification"))
         }
     }
 }

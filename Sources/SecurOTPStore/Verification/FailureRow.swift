@@ -21,7 +21,7 @@ struct FailureRow {
             return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: state.failures, lockedNow: false, note: note),
                          writes: [])
         }
-        let failures = Self.oneMore(state.failures)
+        let failures = Lockout.oneMore(state.failures)
         return settle(failures, policy, now, outcome: outcome, hasTokens: hasTokens, note: note)
     }
 
@@ -36,7 +36,7 @@ struct FailureRow {
     /// itself — the answer may still be right — but a count that reached `deny` with no answer
     /// locks at the next attempt (`staleLock`).
     func charge(_ state: UserState, _ now: Int64) -> (failures: Int, write: StateWrite) {
-        let failures = Self.oneMore(state.failures)
+        let failures = Lockout.oneMore(state.failures)
         return (failures, .setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: 0), at: now))
     }
 
@@ -52,19 +52,31 @@ struct FailureRow {
     /// values would not do: SQLite leaves an unchanged row's page clean, and commits without
     /// an fsync.) The lock itself does not move.
     func whileLocked(_ now: Int64) -> VerificationEngine.Decision<VerifyResult> {
-        let failures = Self.oneMore(read.failures)
+        let failures = Lockout.oneMore(read.failures)
         return .init(result: VerifyResult(outcome: .locked, userHasTokens: true, failures: failures, lockedNow: false),
                      writes: [.setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: read.lockedUntil), at: now)])
     }
 
     private func settle(_ failures: Int, _ policy: VerifyPolicy, _ now: Int64, outcome: VerifyOutcome, hasTokens: Bool,
                         note: String) -> VerificationEngine.Decision<VerifyResult> {
-        let lockNow = policy.deny > 0 && failures >= policy.deny
-        let lockedUntil = lockNow ? (policy.unlockTime > 0 ? now + policy.unlockTime : UserState.lockedUntilUnlocked) : 0
+        let lockedUntil = Lockout.lockedUntil(failures: failures, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
+        let lockNow = lockedUntil != 0
         return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: failures, lockedNow: lockNow, note: note),
                      writes: [.setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: lockedUntil), at: now)])
     }
+}
 
-    /// One more failure; a damaged row at the maximum must not trap.
-    private static func oneMore(_ failures: Int) -> Int { failures < Int.max ? failures + 1 : failures }
+/// The lockout arithmetic, in one place for the store's failure rows (FailureRow) and a host's
+/// offline codes (OfflineCache): one more failure, and the lock `deny` failures in a row bring.
+public enum Lockout {
+    /// One more failure; a damaged count at the maximum must not trap.
+    public static func oneMore(_ failures: Int) -> Int { failures < Int.max ? failures + 1 : failures }
+
+    /// Until when `failures` in a row lock: 0 (not locked) below `deny`, or always when `deny`
+    /// is 0; otherwise `unlockTime` seconds from `now`, or until lifted
+    /// (`UserState.lockedUntilUnlocked`) when `unlockTime` is 0.
+    public static func lockedUntil(failures: Int, deny: Int, unlockTime: Int64, now: Int64) -> Int64 {
+        guard deny > 0, failures >= deny else { return 0 }
+        return unlockTime > 0 ? now + unlockTime : UserState.lockedUntilUnlocked
+    }
 }

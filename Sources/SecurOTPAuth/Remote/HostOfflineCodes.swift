@@ -7,7 +7,7 @@ import SecurOTPStore
 /// answer against it while the validator is unreachable, and keeping what the validator sends
 /// after an online login. Every change is made under the cache directory's lock and is on disk
 /// before the login's result is returned, so a code is accepted at most once on this host.
-struct OfflineCodes {
+struct HostOfflineCodes {
     let login: LoginContext
     let caches: OfflineCacheDirectory
     /// The host credential's hash (ValidatorClient.pepper).
@@ -26,7 +26,7 @@ struct OfflineCodes {
             }
             guard let cache, !cache.isEmpty else { return nil }
             guard !cache.isLocked(at: Int64(time(nil))) else {
-                session.log(LOG_NOTICE, "offline codes of \(login.shownUser) are locked after \(cache.failures) consecutive failures\(source)")
+                session.log(LOG_NOTICE, "offline codes of \(login.shownUser) are locked after \(Wording.count(cache.failures, "consecutive failure"))\(source)")
                 return nil
             }
             return cache.codes.map { $0.digits }.max()
@@ -58,7 +58,7 @@ struct OfflineCodes {
             return try caches.withLock(create: false) { (exists) throws(StoreError) -> (code: Int32, digits: Int?) in
                 var cache = exists ? try caches.load(user: user, pepper: pepper) : OfflineCache()
                 if cache.isLocked(at: now) {
-                    session.log(LOG_NOTICE, "offline codes of \(shown) are locked after \(cache.failures) consecutive failures; code not checked\(source)")
+                    session.log(LOG_NOTICE, "offline codes of \(shown) are locked after \(Wording.count(cache.failures, "consecutive failure")); code not checked\(source)")
                     return (PAM_AUTH_ERR, nil)
                 }
                 if let match = cache.match(input, pepper: pepper, codeAtEnd: login.settings.forwardPass) {
