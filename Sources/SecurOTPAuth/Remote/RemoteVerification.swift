@@ -135,7 +135,7 @@ struct RemoteVerification: PasscodeCheck {
         switch answer.result {
         case .accept:
             matchedDigits = answer.codeDigits
-            return .concluded(StepReport(serial == "recovery" ? .acceptedRecoveryCode : .accepted(serial: serial), note: answer.reason,
+            return .concluded(StepReport(answer.isRecoveryCode ? .acceptedRecoveryCode : .accepted(serial: serial), note: answer.reason,
                                          info: answer.info, error: answer.error, source: source))
         case .reject:
             return .concluded(StepReport(answer.isReplay ? .replayed : .rejected, note: answer.reason, failures: answer.failures,

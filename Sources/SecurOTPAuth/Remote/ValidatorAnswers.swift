@@ -46,6 +46,10 @@ struct VerifyAnswer {
     }
 
     let result: Result
+    /// `outcome`, where it says more than `result`: a recovery code accepted, a replay refused.
+    /// A validator of an earlier version sends none; its answers then read as plain accept or reject.
+    let isRecoveryCode: Bool
+    let isReplay: Bool
     let serial: String?
     let codeDigits: Int?
     let challenge: Challenge?
@@ -94,6 +98,9 @@ struct VerifyAnswer {
         case "challenge": result = .challenge
         default: return nil
         }
+        let outcome = json["outcome"]?.string
+        isRecoveryCode = result == .accept && outcome == "recovery_code"
+        isReplay = result == .reject && outcome == "replayed"
         guard let serial = ValidatorText.optionalString(json, "serial"), let reason = ValidatorText.optionalString(json, "reason"),
               let info = ValidatorText.optionalString(json, "info"), info.map(ValidatorText.isDisplayable) ?? true,
               let error = ValidatorText.optionalString(json, "error"), error.map(ValidatorText.isDisplayable) ?? true
@@ -145,9 +152,6 @@ struct VerifyAnswer {
         }
         return refills
     }
-
-    /// The validator's words for a replay ("replayed code (token 123)"), as its metrics count them.
-    var isReplay: Bool { reason.hasPrefix("replayed") }
 }
 
 /// Checks and clean-up for text from a validator.
