@@ -189,8 +189,12 @@ check "syslog: accepted line" logged "pam_securotp.*alice"
 out=$(sudo_as alice "pw-alice $code"); status=$?
 check "sudo: the same code again (replay): out" [ $status -ne 0 ]
 echo "   what the user sees on a replay: $(tr '\n' '|' <<<"$out")"
-out=$(sudo_as alice "pw-alice 000000"); status=$?
-check "sudo: wrong code: out" [ $status -ne 0 ]
+# sudo runs PAM silently (PAM_SILENT) and tries again on the same handle: the reason for a
+# refusal comes in front of the next try's prompt (pam_securotp(8), "What the user sees").
+out=$(sudo_as alice "pw-alice 000000 pw-alice 000000"); status=$?
+check "sudo: wrong code twice: out" [ $status -ne 0 ]
+check "sudo: the second try's prompt says why the first code was refused" \
+    grep -q "Code refused (wrong, or locked after repeated failures). Verification code" <<<"$out"
 echo "   what the user sees on a wrong code: $(tr '\n' '|' <<<"$out")"
 out=$(sudo_as bob "pw-bob"); status=$?
 check "sudo: bob without a token, password only: in (nullok)" [ $status -eq 0 ]
