@@ -2,7 +2,7 @@
 //
 // Target graph (docs/design.md, "Target graph" and "What the module may link"): everything
 // pam_securotp.so links — CPAM, COpenSSL, CSQLite, CPosix, CHTTP, SecurOTPCore, SecurOTPSecurID,
-// SecurOTPStore, SecurOTPAuth — is Foundation-free and concurrency-free, and its Swift targets
+// SecurOTPStore, SecurOTPPAM — is Foundation-free and concurrency-free, and its Swift targets
 // are compiled with `pamSafe`. The CLI and the QR renderer may use more; the module never
 // links them.
 import PackageDescription
@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CPosix"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record, and the
         // remote mode's requests to a validator (CHTTP: libcurl is dlopen'd, never linked).
-        .target(name: "SecurOTPAuth", dependencies: ["SecurOTPStore", "CPAM", "CPosix", "CHTTP"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPPAM", dependencies: ["SecurOTPStore", "CPAM", "CPosix", "CHTTP"], swiftSettings: pamSafe),
         // RSA SecurID 128-bit tokencodes (time-based, AES) with PIN modes. Linked by the module.
         .target(name: "SecurOTPSecurID", dependencies: ["SecurOTPCore", "COpenSSL"], swiftSettings: pamSafe),
         // Token import formats: otpauth URIs, Google Authenticator migration, PSKC (RFC 6030),
@@ -94,7 +94,7 @@ let package = Package(
         // limited to pam_sm_* by the version script (docs/design.md, "What the module may link").
         .target(
             name: "PAMModule",
-            dependencies: ["SecurOTPAuth"],
+            dependencies: ["SecurOTPPAM"],
             path: "pam/pam_securotp",
             exclude: ["exports.map"],
             swiftSettings: pamSafe,
@@ -142,8 +142,8 @@ let package = Package(
 
         .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore"], resources: []),
         .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPStore", "SecurOTPService"]),
-        // The PAM module's own logic (SecurOTPAuth) and the texts it shows and logs.
-        .testTarget(name: "SecurOTPAuthTests", dependencies: ["SecurOTPAuth", "SecurOTPStore", "CPAM"]),
+        // The PAM module's own logic (SecurOTPPAM) and the texts it shows and logs.
+        .testTarget(name: "SecurOTPPAMTests", dependencies: ["SecurOTPPAM", "SecurOTPStore", "CPAM"]),
         .testTarget(name: "SecurOTPQRTests", dependencies: ["SecurOTPQR"]),
         .testTarget(name: "SecurOTPSecurIDTests", dependencies: ["SecurOTPSecurID"]),
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),

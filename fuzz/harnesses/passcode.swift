@@ -42,7 +42,7 @@ public func fuzzPasscode(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let path = input.byte() % 3
     let flags = input.byte()
     let answer = input.rest()
-    guard answer.count <= 1024 else { return 0 } // Authenticator.maxInput refuses longer answers first
+    guard answer.count <= 1024 else { return 0 } // PAMAuthentication.maxInput refuses longer answers first
     switch path {
     case 0: checkVerify(answer, codeAtEnd: flags & 1 != 0, challenge: flags & 2 == 0 ? challenge : nil)
     case 1: checkNextCode(answer, token: fixture.tokens[Int(flags >> 2 & 7) % fixture.tokens.count])

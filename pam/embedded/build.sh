@@ -38,7 +38,7 @@ build_module() {
 build_module SecurOTPCore Sources/SecurOTPCore
 build_module SecurOTPSecurID Sources/SecurOTPSecurID
 build_module SecurOTPStore Sources/SecurOTPStore
-build_module SecurOTPAuth Sources/SecurOTPAuth
+build_module SecurOTPPAM Sources/SecurOTPPAM
 build_module PAMModule pam/pam_securotp
 
 # Static libcrypto/libsqlite3 when available (scripts/module-static-libs.sh), else shared;
@@ -48,7 +48,7 @@ libs=(-lcrypto -lsqlite3)
 # String comparison and hashing need the Unicode tables the full runtime would carry.
 unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
 "$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \
-  "$out"/PAMModule.o "$out"/SecurOTPAuth.o "$out"/SecurOTPStore.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
+  "$out"/PAMModule.o "$out"/SecurOTPPAM.o "$out"/SecurOTPStore.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
   "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o "$out"/CHTTP.o \
   "$unicode" "${libs[@]}" -lpam -lm \
   -Wl,--version-script=pam/pam_securotp/exports.map -Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro \

@@ -1,7 +1,7 @@
 // The only code in pam_securotp.so besides the libraries: the two entry points libpam looks
-// up with dlsym. Everything else is in SecurOTPAuth, which the tests link too.
+// up with dlsym. Everything else is in SecurOTPPAM, which the tests link too.
 import CPAM
-import SecurOTPAuth
+import SecurOTPPAM
 
 @_cdecl("pam_sm_authenticate")
 public func pam_sm_authenticate(_ handle: OpaquePointer?, _ flags: Int32, _ argc: Int32,
@@ -13,7 +13,7 @@ public func pam_sm_authenticate(_ handle: OpaquePointer?, _ flags: Int32, _ argc
             if let argument = argv[index] { arguments.append(String(cString: argument)) }
         }
     }
-    return Authenticator.authenticate(handle: handle, flags: flags, arguments: arguments)
+    return PAMAuthentication.authenticate(handle: handle, flags: flags, arguments: arguments)
 }
 
 /// Credentials are the business of other modules; the second factor has none to set.

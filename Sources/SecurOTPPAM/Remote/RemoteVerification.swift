@@ -5,7 +5,7 @@ import SecurOTPStore
 
 /// Remote mode: a securotpd validator decides (`validator=`), through the /v1 host API —
 /// preflight before the prompt, verify, and the answers to its challenges. The conversation
-/// is the local one (Authenticator.converse, the same texts), so a user cannot tell the modes
+/// is the local one (PAMAuthentication.converse, the same texts), so a user cannot tell the modes
 /// apart, and every decision is the store's on the validator.
 ///
 /// When the validator cannot be asked and this host holds offline codes for the user (handed
@@ -207,7 +207,7 @@ extension RemoteVerification: DialogueBackend {
     /// get here (DialogueRunner ends the login without telling the validator, as local mode does).
     mutating func answer(_ step: NextStep, _ answer: UnsafeBufferPointer<UInt8>) -> StepOutcome {
         guard let client else { return .finished(PAM_AUTH_ERR) }
-        guard answer.count <= Authenticator.maxInput else {
+        guard answer.count <= PAMAuthentication.maxInput else {
             session.log(LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
             return .finished(PAM_AUTH_ERR)
         }

@@ -17,7 +17,7 @@ struct LoginContext {
 }
 
 /// Where a login's passcodes are checked: the local store (LocalVerification) or a validator
-/// (RemoteVerification). Authenticator runs the conversation around either the same way —
+/// (RemoteVerification). PAMAuthentication runs the conversation around either the same way —
 /// first-pass handling, the prompt, forward_pass — so both modes behave alike.
 protocol PasscodeCheck {
     /// Runs before any prompt, so a broken installation or an unreachable validator fails

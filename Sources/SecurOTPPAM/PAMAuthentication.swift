@@ -7,7 +7,7 @@ import SecurOTPStore
 /// accepted code ends in a failure code and a syslog line; the only ways out without a code
 /// are the opt-in PAM_IGNORE of `nullok`, `groups=` and `failmode=safe`, which never grant
 /// access by themselves.
-public enum Authenticator {
+public enum PAMAuthentication {
     static let forwardPassPrompt = "Password & verification code: "
     /// Codes are 6–8 digits; forward_pass adds a password. Anything longer is not a passcode.
     static let maxInput = 1024

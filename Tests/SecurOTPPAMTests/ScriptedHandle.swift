@@ -5,7 +5,7 @@ import CPAM
 import Foundation
 import SecurOTPStore
 import Testing
-@testable import SecurOTPAuth
+@testable import SecurOTPPAM
 
 /// A conversation that answers prompts from a script and records everything shown.
 final class Script {

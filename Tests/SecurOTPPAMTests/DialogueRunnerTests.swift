@@ -3,7 +3,7 @@
 import CPAM
 import SecurOTPStore
 import Testing
-@testable import SecurOTPAuth
+@testable import SecurOTPPAM
 
 /// A deciding side that answers from a script and records what it was asked.
 struct FakeBackend: DialogueBackend {

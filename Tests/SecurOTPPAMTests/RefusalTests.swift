@@ -6,7 +6,7 @@
 import CPAM
 import SecurOTPStore
 import Testing
-@testable import SecurOTPAuth
+@testable import SecurOTPPAM
 
 /// A check that decides every answer the same way, for the conversation around it.
 struct FakeCheck: PasscodeCheck {
@@ -48,7 +48,7 @@ struct RefusalTests {
     func reasonAsMessage() throws {
         let pam = try ScriptedHandle(["111111"])
         var check = FakeCheck(login: pam.login(), decision: StepReport(.rejected, note: "wrong code", failures: 1))
-        #expect(Authenticator.converse(&check, check.login) == PAM_AUTH_ERR)
+        #expect(PAMAuthentication.converse(&check, check.login) == PAM_AUTH_ERR)
         #expect(pam.script.transcript == ["prompt: " + Self.prompt, "error: " + Self.refused])
         #expect(check.answers == ["111111"])
     }
@@ -57,7 +57,7 @@ struct RefusalTests {
     func silentShowsNothing() throws {
         let pam = try ScriptedHandle(["111111"])
         var check = FakeCheck(login: pam.login(silent: true), decision: StepReport(.rejected, note: "wrong code", failures: 1))
-        #expect(Authenticator.converse(&check, check.login) == PAM_AUTH_ERR)
+        #expect(PAMAuthentication.converse(&check, check.login) == PAM_AUTH_ERR)
         #expect(pam.script.transcript == ["prompt: " + Self.prompt])
     }
 
@@ -66,7 +66,7 @@ struct RefusalTests {
         let pam = try ScriptedHandle(["111111"])
         let replay = StepReport(.replayed, note: "token 1", failures: 1, info: DialogueText.replayed)
         var check = FakeCheck(login: pam.login(), decision: replay)
-        #expect(Authenticator.converse(&check, check.login) == PAM_AUTH_ERR)
+        #expect(PAMAuthentication.converse(&check, check.login) == PAM_AUTH_ERR)
         #expect(pam.script.transcript == ["prompt: " + Self.prompt, "info: " + DialogueText.replayed])
     }
 
