@@ -48,8 +48,12 @@ let package = Package(
 
         // OTP algorithms, base32, otpauth URIs, constant-time compare, secret buffers.
         .target(name: "SecurOTPCore", dependencies: ["COpenSSL"], swiftSettings: pamSafe),
-        // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs.
-        .target(name: "SecurOTPStore", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CPosix"], swiftSettings: pamSafe),
+        // The verification engine and its policy, storage-free: token records, the kinds' codes,
+        // lockout, decisions and the conditional writes that record them (docs/design.md).
+        .target(name: "SecurOTPEngine", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "COpenSSL"], swiftSettings: pamSafe),
+        // Encrypted SQLite store, key file, config file, file-permission policy, binding IDs;
+        // re-exports the engine, which every user of the store decides with.
+        .target(name: "SecurOTPStore", dependencies: ["SecurOTPEngine", "SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CPosix"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record, and the
         // remote mode's requests to a validator (CHTTP: libcurl is dlopen'd, never linked).
         .target(name: "SecurOTPPAM", dependencies: ["SecurOTPStore", "CPAM", "CPosix", "CHTTP"], swiftSettings: pamSafe),
@@ -141,7 +145,7 @@ let package = Package(
         .executableTarget(name: "PAMCheck", path: "Tests/PAMCheck", linkerSettings: [.linkedLibrary("pam")]),
 
         .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore"], resources: []),
-        .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPStore", "SecurOTPService"]),
+        .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPEngine", "SecurOTPStore", "SecurOTPService"]),
         // The PAM module's own logic (SecurOTPPAM) and the texts it shows and logs.
         .testTarget(name: "SecurOTPPAMTests", dependencies: ["SecurOTPPAM", "SecurOTPStore", "CPAM"]),
         .testTarget(name: "SecurOTPQRTests", dependencies: ["SecurOTPQR"]),

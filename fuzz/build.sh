@@ -18,7 +18,7 @@ c_sanitizers=${sanitizers//fuzzer/fuzzer-no-link}
 
 # Which library modules a harness needs, lowest layer first (Package.swift's target graph).
 core=(SecurOTPCore)
-store=(SecurOTPCore SecurOTPSecurID SecurOTPStore)
+store=(SecurOTPCore SecurOTPSecurID SecurOTPEngine SecurOTPStore)
 import=(SecurOTPCore SecurOTPSecurID SecurOTPImport)
 modules_for() {
   case $1 in
@@ -30,7 +30,7 @@ modules_for() {
 }
 c_objects_for() {
   case $1 in
-    SecurOTPCore|SecurOTPSecurID) echo COpenSSL ;;
+    SecurOTPCore|SecurOTPSecurID|SecurOTPEngine) echo COpenSSL ;;
     SecurOTPStore) echo COpenSSL CSQLite ;;
     SecurOTPImport) echo COpenSSL COpenSSLImport ;;
   esac
@@ -50,7 +50,7 @@ done
 swift_flags=(-parse-as-library -wmo -O -g -enable-testing -sanitize="$sanitizers" -I "$obj" "${includes[@]}")
 # The module-linked targets keep their SwiftPM flags (Package.swift's pamSafe).
 pam_safe=(-Xfrontend -disable-implicit-concurrency-module-import -Xfrontend -disable-implicit-string-processing-module-import)
-# Sources may sit in sub-folders (SecurOTPStore/Verification), which SwiftPM includes too.
+# Sources may sit in sub-folders (SecurOTPEngine/Verification), which SwiftPM includes too.
 build_module() {
   local name=$1 dir=$2 sources; shift 2
   mapfile -t sources < <(find "$dir" -name '*.swift' | sort)
@@ -61,7 +61,7 @@ build_module() {
 # Each module once, in dependency order, and only those some requested harness needs.
 needed=" "
 for harness in "${harnesses[@]}"; do needed+="$(modules_for "$harness") "; done
-for module in SecurOTPCore SecurOTPSecurID SecurOTPStore; do
+for module in SecurOTPCore SecurOTPSecurID SecurOTPEngine SecurOTPStore; do
   [[ $needed == *" $module "* ]] && build_module "$module" "Sources/$module" "${pam_safe[@]}"
 done
 [[ $needed == *" SecurOTPImport "* ]] && build_module SecurOTPImport Sources/SecurOTPImport

@@ -1,5 +1,6 @@
 import Testing
 @testable import SecurOTPCore
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// Attempts that open a dialogue are counted before the user answers (issue 12, §1, §2 and §6;

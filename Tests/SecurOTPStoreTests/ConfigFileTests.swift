@@ -1,5 +1,6 @@
 import Testing
 @testable import SecurOTPCore
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// The `key = value` reader of securotp.conf and securotpd.conf (issue 12 §7).

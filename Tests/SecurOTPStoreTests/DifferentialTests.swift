@@ -1,5 +1,6 @@
 import Testing
 @testable import SecurOTPCore
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// The SQLite store and MemoryBackend (the engine over dictionaries, with StateWrite's

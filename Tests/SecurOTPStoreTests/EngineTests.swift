@@ -1,6 +1,7 @@
 import Testing
 @testable import SecurOTPCore
 @testable import SecurOTPSecurID
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// Hand-built snapshots for the engine: no database. Codes come from SecurOTPCore's HOTP and

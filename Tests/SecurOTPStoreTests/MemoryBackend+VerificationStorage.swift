@@ -1,5 +1,6 @@
 @testable import SecurOTPCore
 import SecurOTPService
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// The memory backend as the third storage of the host pipeline (HostVerification), beside

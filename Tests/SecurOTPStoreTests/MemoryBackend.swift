@@ -1,5 +1,6 @@
 @testable import SecurOTPCore
 import SecurOTPService
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// A second backend for tests, as the daemon's PostgreSQL one will be: the engine over rows

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SecurOTPCore
 @testable import SecurOTPService
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// The host pipeline (HostVerification) over the SQLite adapter and the memory backend, on a

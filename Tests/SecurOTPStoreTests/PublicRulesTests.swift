@@ -1,5 +1,6 @@
 import Testing
 @testable import SecurOTPCore
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// The storage-free rules a second backend uses: token rows, names, serials, new tokens,

@@ -1,5 +1,6 @@
 @testable import SecurOTPCore
 @testable import SecurOTPSecurID
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 extension Scenario {

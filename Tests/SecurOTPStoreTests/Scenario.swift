@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SecurOTPCore
 @testable import SecurOTPSecurID
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// What a randomized scenario does to a backend. `SQLiteBackend` (the real store) and

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// `user_version` is read from the file, so it is outside input: every read of it is checked

@@ -1,5 +1,6 @@
 import Testing
 @testable import SecurOTPCore
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// Two daemon nodes that skipped the per-user serialisation: both decide on the same snapshot,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SecurOTPCore
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// A private state directory per test, removed afterwards.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 @testable import SecurOTPCore
 @testable import SecurOTPSecurID
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 /// SecurID tokens, PIN modes, new-PIN and next-tokencode outcomes, recovery codes and resync,

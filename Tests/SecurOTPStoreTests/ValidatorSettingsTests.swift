@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 @Suite struct ValidatorSettingsTests {

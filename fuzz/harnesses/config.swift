@@ -7,6 +7,7 @@
 // (as PAM splits a stack line) goes through Settings.fromModuleArguments, with conf= and
 // state_dir= pointed at a directory that does not exist, so no file is ever read.
 import FuzzSupport
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 private let path = "/fuzz/securotp.conf"

@@ -8,6 +8,7 @@
 // serializes back to the same bytes.
 import FuzzSupport
 @testable import SecurOTPCore
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 @_cdecl("LLVMFuzzerTestOneInput")

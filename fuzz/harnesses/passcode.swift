@@ -23,6 +23,7 @@ import FuzzSupport
 import Glibc
 @testable import SecurOTPCore
 import SecurOTPSecurID
+@testable import SecurOTPEngine
 @testable import SecurOTPStore
 
 private let now: Int64 = 1_700_000_000

@@ -28,7 +28,7 @@ swift_flags=(
   -Xcc -fPIC -I "$out" "${includes[@]}"
 )
 # One module per target, in dependency order, as SwiftPM would.
-# Sources may sit in sub-folders (SecurOTPStore/Verification), which SwiftPM includes too.
+# Sources may sit in sub-folders (SecurOTPEngine/Verification), which SwiftPM includes too.
 build_module() {
   local name=$1 dir=$2 sources
   mapfile -t sources < <(find "$dir" -name '*.swift' | sort)
@@ -37,6 +37,7 @@ build_module() {
 }
 build_module SecurOTPCore Sources/SecurOTPCore
 build_module SecurOTPSecurID Sources/SecurOTPSecurID
+build_module SecurOTPEngine Sources/SecurOTPEngine
 build_module SecurOTPStore Sources/SecurOTPStore
 build_module SecurOTPPAM Sources/SecurOTPPAM
 build_module PAMModule pam/pam_securotp
@@ -48,7 +49,7 @@ libs=(-lcrypto -lsqlite3)
 # String comparison and hashing need the Unicode tables the full runtime would carry.
 unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
 "$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \
-  "$out"/PAMModule.o "$out"/SecurOTPPAM.o "$out"/SecurOTPStore.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
+  "$out"/PAMModule.o "$out"/SecurOTPPAM.o "$out"/SecurOTPStore.o "$out"/SecurOTPEngine.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
   "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o "$out"/CHTTP.o \
   "$unicode" "${libs[@]}" -lpam -lm \
   -Wl,--version-script=pam/pam_securotp/exports.map -Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro \

@@ -41,6 +41,21 @@ public struct TokenRecord: Sendable, Equatable {
     /// OCRA suite, e.g. OCRA-1:HOTP-SHA1-6:QN08 (empty for other kinds).
     public var suite = ""
 
+    /// The fields every token has; the rest start at their defaults (no PIN, no expiry).
+    public init(serial: String, user: String, kind: TokenKind, parameters: OATHParameters, lastStep: Int64, nickname: String,
+                issuer: String, state: String, created: Int64, lastUsed: Int64) {
+        self.serial = serial
+        self.user = user
+        self.kind = kind
+        self.parameters = parameters
+        self.lastStep = lastStep
+        self.nickname = nickname
+        self.issuer = issuer
+        self.state = state
+        self.created = created
+        self.lastUsed = lastUsed
+    }
+
     /// A PIN is part of the passcode but none is set yet: the next login sets one.
     public var needsNewPIN: Bool { pinMode != .none && (!hasPIN || pinChangeRequired) }
 
