@@ -32,7 +32,7 @@ struct RemoteFailureTests {
         try world.box.write("#!/bin/sh\ncat > \"$1\"\n", to: script, mode: 0o755)
         let service = try world.box.service("safe-forward", world.arguments(url, ["failmode=safe", "forward_pass"]),
                                             control: "[success=done ignore=ignore default=die]", stateDirectory: world.hostState,
-                                            then: ["auth required pam_exec.so expose_authtok quiet \(script) \(capture)"])
+                                            then: ["auth required pam_exec.so expose_authtok quiet /bin/sh \(script) \(capture)"])
         let login = try world.box.login(service, "root", ["hunter2" + "123456"])
         #expect(login.status == PAM.success, "pam_exec ends the stack with success after the ignored factor: \(login)")
         #expect(login.prompts == [PAM.forwardPassPrompt], "\(login)")
@@ -154,7 +154,7 @@ struct RemoteProtocolTests {
         let capture = box.path("authtok")
         let script = box.path("capture.sh")
         try box.write("#!/bin/sh\ncat > \"$1\"\n", to: script, mode: 0o755)
-        let name = try service(box, fake, ["forward_pass"], control: "required", then: ["auth required pam_exec.so expose_authtok quiet \(script) \(capture)"])
+        let name = try service(box, fake, ["forward_pass"], control: "required", then: ["auth required pam_exec.so expose_authtok quiet /bin/sh \(script) \(capture)"])
         let login = try box.login(name, "root", ["correct horse 42" + "12345678"])
         #expect(login.status == PAM.success, "\(login)")
         let requests = try fake.requests()

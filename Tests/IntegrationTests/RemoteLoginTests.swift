@@ -100,7 +100,7 @@ struct RemoteLoginTests {
         let script = world.box.path("capture-authtok.sh")
         try world.box.write("#!/bin/sh\ncat > \"$1\"\n", to: script, mode: 0o755)
         let service = try world.service("forward", validator, ["forward_pass"],
-                                        then: ["auth required pam_exec.so expose_authtok quiet \(script) \(capture)"])
+                                        then: ["auth required pam_exec.so expose_authtok quiet /bin/sh \(script) \(capture)"])
         func forwarded() throws -> String { try String(contentsOfFile: capture, encoding: .utf8).filter { $0 != "\0" && $0 != "\n" } }
 
         let accepted = try world.box.login(service, "root", ["hunter2" + (try Oath.hotp(token.secret, counter: 0))])

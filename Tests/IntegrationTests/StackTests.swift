@@ -112,12 +112,14 @@ struct StackTests {
         let box = try Sandbox()
         let token = try box.enroll("root", ["--hotp"])
         // libpam does not show PAM_AUTHTOK to applications, so the next module in the stack,
-        // pam_exec with expose_authtok, records it.
+        // pam_exec with expose_authtok, records it. It runs /bin/sh on the script rather than the
+        // script itself: a script just written can fail exec with ETXTBSY while another test's
+        // fork holds its write descriptor (PAM_SYSTEM_ERR under load).
         let capture = box.path("authtok")
         let script = box.path("capture-authtok.sh")
         try box.write("#!/bin/sh\ncat > \"$1\"\n", to: script, mode: 0o755)
         let service = try box.service("forward", ["forward_pass"],
-                                      then: ["auth required pam_exec.so expose_authtok quiet \(script) \(capture)"])
+                                      then: ["auth required pam_exec.so expose_authtok quiet /bin/sh \(script) \(capture)"])
         func forwarded() throws -> String {
             let text = try String(contentsOfFile: capture, encoding: .utf8)
             return String(text.filter { $0 != "\0" && $0 != "\n" })
