@@ -171,15 +171,16 @@ public struct VerifyCall: Sendable {
         readsRecoveryCodes = input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: codeAtEnd) }
     }
 
+    /// The caller is a host allowed to cache offline codes.
+    private var hostHoldsOfflineCodes: Bool { caller.kind == .host && caller.offlineCodes > 0 }
+
     /// A host that keeps offline codes for its users: its reservations are read (after what
     /// it used offline is withdrawn), and an accepted HOTP login refills them.
-    public var keepsOfflineCodes: Bool { caller.kind == .host && caller.offlineCodes > 0 && !readsRecoveryCodes }
+    public var keepsOfflineCodes: Bool { hostHoldsOfflineCodes && !readsRecoveryCodes }
 
     /// Reads nothing but the user's tokens and failure row: no recovery code, no offline codes,
     /// no challenge to take (PostgreSQL verifies these in batches).
-    public var readsTokensOnly: Bool {
-        !readsRecoveryCodes && !(caller.kind == .host && caller.offlineCodes > 0) && challengeID == nil
-    }
+    public var readsTokensOnly: Bool { !readsRecoveryCodes && !hostHoldsOfflineCodes && challengeID == nil }
 
     /// Which rows besides the failure row the decision reads.
     public var rows: SnapshotRows { readsRecoveryCodes ? .recoveryCodes : .tokens }
