@@ -31,32 +31,9 @@ public struct NewToken {
         self.source = source
     }
 
-    /// What is wrong with this token's parameters or secret, if anything.
-    public var problem: String? {
-        switch kind {
-        case .totp, .hotp:
-            if seed.count < 10 || seed.count > 128 { return "token secret must be 10–128 bytes (got \(seed.count))" }
-            if parameters.counter > 1 << 52 { return "HOTP counter \(parameters.counter) is beyond 2^52; reset the token" }
-            return parameters.problem
-        case .ocra:
-            if seed.count < 16 || seed.count > 128 { return "OCRA key must be 16–128 bytes (got \(seed.count))" }
-            let parsed: OCRASuite
-            do { parsed = try OCRASuite(suite) } catch { return "OCRA suite \(suite): \(error.message)" }
-            if parsed.passwordHash != nil || parsed.sessionLength != nil {
-                return "OCRA suites with a password hash (P) or session data (S) are not supported at login yet"
-            }
-            if parsed.digits < 4 { return "OCRA suites with 0 digits (full HMAC) cannot be typed at a login prompt" }
-            if !parsed.hasSafeChallengeSpace {
-                return "OCRA suite \(suite) draws its challenges from too small a space: someone who saw one response could start logins until its challenge comes up again; use \(OCRASuite.safeChallengeRule)"
-            }
-            return nil
-        case .securid:
-            if seed.count != 16 { return "SecurID seed must be 16 bytes (got \(seed.count))" }
-            if !(1...8).contains(parameters.digits) { return "SecurID tokens show 1–8 digits (got \(parameters.digits))" }
-            if parameters.period != 30 && parameters.period != 60 { return "SecurID interval must be 30 or 60 s (got \(parameters.period))" }
-            return nil
-        }
-    }
+    /// What is wrong with this token's parameters or secret, if anything: its kind's rules
+    /// (`KindRules.problem(adding:)`).
+    public var problem: String? { kind.problem(adding: self) }
 }
 
 extension NewToken {

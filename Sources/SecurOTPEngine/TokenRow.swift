@@ -6,7 +6,8 @@ import SecurOTPCore
 public struct TokenRow: Sendable, Equatable {
     public var serial = ""
     public var user = ""
-    /// `TokenKind.rawValue`: totp, hotp, securid, ocra.
+    /// `TokenKind.rawValue`: totp, hotp, securid, ocra; which other columns apply is the kind's
+    /// (`KindRules`).
     public var kind = ""
     /// `HashAlgorithm.name`: SHA1, SHA256, SHA512.
     public var algorithm = ""
@@ -66,16 +67,17 @@ extension TokenRecord {
     static let counterLimit: Int64 = 1 << 62
 
     /// Reads a stored row; nil when the row is damaged (unknown kind, algorithm or PIN mode,
-    /// values out of range). Verification skips such rows: never a trap inside sshd.
+    /// values out of range, or columns its kind cannot use: `KindRules.columnsAreUsable`).
+    /// Verification skips such rows: never a trap inside sshd.
     public init?(row: TokenRow) {
         guard let kind = TokenKind(rawValue: row.kind), let algorithm = HashAlgorithm(name: row.algorithm),
               let pinMode = PINMode(rawValue: row.pinMode),
-              (0...10).contains(row.digits), kind == .hotp || kind == .ocra || (1...300).contains(row.period),
+              (0...10).contains(row.digits), kind.columnsAreUsable(row),
               (0...64).contains(row.pinLength), (-1_000_000...1_000_000).contains(row.drift),
               (0...Self.counterLimit).contains(row.counter) else { return nil }
         self.init(
             serial: row.serial, user: row.user, kind: kind,
-            parameters: OATHParameters(kind: kind == .hotp ? .hotp : .totp, algorithm: algorithm, digits: Int(row.digits),
+            parameters: OATHParameters(kind: kind.parameterKind, algorithm: algorithm, digits: Int(row.digits),
                                        period: Int(row.period), counter: UInt64(bitPattern: row.counter)),
             lastStep: row.lastStep, nickname: row.nickname, issuer: row.issuer, state: row.state,
             created: row.created, lastUsed: row.lastUsed)

@@ -58,7 +58,7 @@ public struct OfflineCodeHash: Sendable, Equatable {
 extension VerificationEngine {
     /// Tokens whose codes may be reserved for hosts.
     public static func offlineEligible(_ record: TokenRecord) -> Bool {
-        record.kind == .hotp && record.pinMode == .none && record.isActive
+        record.kind.hasOfflineCodes && record.pinMode == .none && record.isActive
     }
 
     /// The first reserved position whose code `input` is, on an eligible, unexpired token of

@@ -9,12 +9,9 @@ public struct ResyncResult: Sendable, Equatable, CustomStringConvertible {
     public let counter: Int64
 
     public var description: String {
-        switch kind {
-        case .hotp, .ocra: return "next counter \(counter)"
-        case .totp, .securid:
-            if drift == 0 { return "no drift" }
-            return "token clock \(abs(drift)) step\(abs(drift) == 1 ? "" : "s") \(drift > 0 ? "ahead" : "behind")"
-        }
+        if kind.countsEvents { return "next counter \(counter)" }
+        if drift == 0 { return "no drift" }
+        return "token clock \(abs(drift)) step\(abs(drift) == 1 ? "" : "s") \(drift > 0 ? "ahead" : "behind")"
     }
 }
 
@@ -31,17 +28,19 @@ extension VerificationEngine {
             throw StoreError.noSuchToken(user: user, serial: serial)
         }
         let record = candidate.record
-        guard record.kind != .ocra else { throw StoreError(.invalidInput, "\(serial) is an OCRA token: its responses depend on challenges and cannot resynchronise it") }
+        guard !record.kind.answersChallenges else {
+            throw StoreError(.invalidInput, "\(serial) is an OCRA token: its responses depend on challenges and cannot resynchronise it")
+        }
         let seed = try openSeed(candidate.sealedSeed, record)
         let centre = currentPosition(record, now: now)
         let reach = Self.resyncReach
-        let low = record.kind == .hotp ? centre : max(0, centre - reach), high = centre + reach
+        let low = record.kind.countsEvents ? centre : max(0, centre - reach), high = centre + reach
         var previous: (position: Int64, matched: Bool)?
         for position in stride(from: low, through: high, by: 1) { // a wrong clock gives an empty band, not a trap
             let current = code(record, seed: seed, position: position)
             let matchesSecond = ConstantTime.equal(current, second)
             if let previous, previous.matched, matchesSecond, previous.position == position - 1, isFresh(position, record) {
-                let write = try acceptance(record, position: position, now: now, learnDriftFrom: record.kind == .hotp ? nil : centre)
+                let write = try acceptance(record, position: position, now: now, learnDriftFrom: record.kind.countsEvents ? nil : centre)
                 // What the token holds once the write is applied.
                 var drift = record.drift, counter = Int64(bitPattern: record.parameters.counter)
                 switch write {

@@ -66,7 +66,7 @@ public struct VerificationEngine {
     }
 
     static func challengeToken(among tokens: [TokenRecord], now: Int64) -> (serial: String, suite: OCRASuite)? {
-        for record in tokens where record.kind == .ocra && record.isActive && !record.isExpired(at: now) {
+        for record in tokens where record.kind.answersChallenges && record.isActive && !record.isExpired(at: now) {
             if let suite = try? OCRASuite(record.suite), suite.isSafeAtLogin { return (record.serial, suite) }
         }
         return nil
@@ -126,10 +126,10 @@ public struct VerificationEngine {
                 note = "token \(record.serial) expired"
                 continue
             }
-            if record.kind == .ocra {
+            if record.kind.answersChallenges {
                 guard challenge != nil else { continue }
-                if case .challengeOnly(let suite) = OCRACodes(record).mode, !suite.isSafeAtLogin {
-                    note = "token \(record.serial): OCRA suite \(suite.text) has too few challenges to be safe without a counter or time; re-enroll it (\(OCRASuite.safeChallengeRule))"
+                if case .ocra(let rules) = TokenCodes(record), let refusal = rules.refusalAtLogin {
+                    note = "token \(record.serial): \(refusal)"
                     continue
                 }
             }
@@ -155,7 +155,7 @@ public struct VerificationEngine {
                     continue
                 }
                 // A challenge-response token has no next code to ask for.
-                if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter, record.kind != .ocra {
+                if policy.nextCodeAfter > 0, state.failures >= policy.nextCodeAfter, !record.kind.answersChallenges {
                     return nextCodeDialogue(failures, state, now, serial: record.serial, position: position, charged: charged,
                                             countsFailure: countsFailure, note: "next code required after \(state.failures) failures")
                 }
@@ -174,7 +174,7 @@ public struct VerificationEngine {
                 break
             }
             // PINPad passcodes cost a slow PIN hash per candidate code: no wide search for them.
-            if outsideWindow == nil, policy.resyncWindow > 0, pinMode != .addedByToken, record.kind != .ocra,
+            if outsideWindow == nil, policy.resyncWindow > 0, pinMode != .addedByToken, !record.kind.answersChallenges,
                case .match(let position) = matcher.find(in: codes(record, seed: seed, around: now, policy: policy, resync: true)),
                isFresh(position, record) {
                 outsideWindow = (record.serial, position)

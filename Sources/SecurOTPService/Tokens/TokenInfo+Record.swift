@@ -4,9 +4,9 @@ extension TokenInfo {
     /// The API's view of a stored token (the same fields `securotp list --format json` shows).
     public init(_ record: TokenRecord, userLocked: Bool? = nil) {
         let p = record.parameters
-        let counting = record.kind == .hotp || record.kind == .ocra
+        let counting = record.kind.countsEvents
         self.init(serial: record.serial, user: record.user, nickname: record.nickname, kind: record.kind.rawValue,
-                  algorithm: record.kind == .securid ? "AES-128" : p.algorithm.name, digits: p.digits,
+                  algorithm: record.kind.algorithmName(record), digits: p.digits,
                   period: counting ? nil : p.period, counter: counting ? Int64(bitPattern: p.counter) : nil,
                   issuer: record.issuer, state: record.state, created: record.created, lastUsed: record.lastUsed,
                   expires: record.expires, pinMode: record.pinMode.rawValue, pinSet: record.hasPIN,

@@ -30,6 +30,13 @@ struct OCRACodes: CodeRules {
         }
     }
 
+    /// Why this token may not answer at a login although it is active: a challenge-only
+    /// suite from too small a space (enrolled before the rule; `OCRASuite.isSafeAtLogin`).
+    var refusalAtLogin: String? {
+        guard case .challengeOnly(let suite) = mode, !suite.isSafeAtLogin else { return nil }
+        return "OCRA suite \(suite.text) has too few challenges to be safe without a counter or time; re-enroll it (\(OCRASuite.safeChallengeRule))"
+    }
+
     func centre(now: Int64) -> Int64 {
         switch mode {
         case .counter: Int64(bitPattern: record.parameters.counter)

@@ -3,9 +3,9 @@ import SecurOTPCore
 /// How one kind of token makes codes and accepts them: where a login looks (`centre`,
 /// `positions`), what the token shows there (`code`), what counts as not used yet
 /// (`isFresh`), and the conditional write that uses a position up (`acceptance`). Each kind
-/// is one type in this folder; `TokenCodes` picks it for a record. To add a kind: a type here,
-/// a case in `TokenCodes`, the `TokenKind` case and its row rules (docs/design.md, "Where to
-/// add a token kind").
+/// is one type in this folder, which also answers `KindRules`; `TokenCodes` picks it for a
+/// record. To add a kind: a type here, the `TokenKind` case, and its case in `TokenCodes` and
+/// in the switches of `KindRules.swift` (docs/design.md, "Where to add a token kind").
 protocol CodeRules {
     /// The step (time tokens) or counter (counter tokens) that `now` falls on, drift included.
     func centre(now: Int64) -> Int64
