@@ -177,7 +177,7 @@ extension PostgresTokenService {
             RETURNING kind, serial, position, pin_mode, remaining, expires
             """, logger: logger)
         for try await (kind, serial, position, pinMode, remaining, expires) in rows.decode((String, String, Int64, String, Int64, Int64).self) {
-            guard let kind = ChallengeKind(rawValue: kind), let pinMode = PINMode(rawValue: pinMode), expires > now else { return nil }
+            guard let kind = PendingKind(rawValue: kind), let pinMode = PINMode(rawValue: pinMode), expires > now else { return nil }
             return PendingChallenge(id: id, user: user, host: host, kind: kind, serial: serial, position: position, pinMode: pinMode,
                                     remaining: Int(clamping: remaining), expires: expires)
         }

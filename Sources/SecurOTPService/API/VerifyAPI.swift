@@ -165,10 +165,6 @@ public enum ChallengeKind: String, Codable, Sendable, Equatable {
     case newPIN = "new_pin"
     /// Send a passcode made with the PIN just set.
     case passcode
-    /// An OCRA challenge issued by a preflight: answered with the passcode through
-    /// `/v1/verify` (`challenge_id`), never through `/v1/verify/answer`; never sent to a host
-    /// as a dialogue step.
-    case ocra
 }
 
 public struct ChallengeInfo: Codable, Sendable, Equatable {

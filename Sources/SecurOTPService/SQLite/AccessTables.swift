@@ -110,7 +110,7 @@ struct AccessTables {
         let select = try db.prepare("SELECT kind, serial, position, pin_mode, remaining, expires FROM challenges WHERE id = ? AND user = ? AND host = ?")
         defer { select.reset() }
         try select.bind(.text(id), .text(user), .text(host))
-        guard try select.step(), let kind = ChallengeKind(rawValue: select.text(0)), let pinMode = PINMode(rawValue: select.text(3)) else { return nil }
+        guard try select.step(), let kind = PendingKind(rawValue: select.text(0)), let pinMode = PINMode(rawValue: select.text(3)) else { return nil }
         let challenge = PendingChallenge(id: id, user: user, host: host, kind: kind, serial: select.text(1), position: select.integer(2),
                                          pinMode: pinMode, remaining: Int(select.integer(4)), expires: select.integer(5))
         select.reset()

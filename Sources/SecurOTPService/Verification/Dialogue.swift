@@ -17,10 +17,9 @@ public enum Dialogue {
         func challenge(_ kind: ChallengeKind, serial: String, position: Int64 = 0, pinMode: PINMode = .none) throws(StoreError)
             -> (VerifyResponse, PendingChallenge?) {
             guard stepsLeft > 0 else { return (failure(reason: "too many dialogue steps in one login"), nil) }
-            guard let id = PendingChallenge.freshID() else { throw StoreError(.system, "no randomness available") }
-            let pending = PendingChallenge(id: id, user: user, host: host, kind: kind, serial: serial, position: position,
-                                           pinMode: pinMode, remaining: stepsLeft - 1, expires: now + PendingChallenge.lifetime)
-            return (VerifyResponse(result: .challenge, serial: serial, challenge: pending.info, reason: result.note.isEmpty ? nil : result.note,
+            let (pending, info) = try PendingChallenge.step(kind, user: user, host: host, serial: serial, position: position,
+                                                            pinMode: pinMode, remaining: stepsLeft - 1, now: now)
+            return (VerifyResponse(result: .challenge, serial: serial, challenge: info, reason: result.note.isEmpty ? nil : result.note,
                                    failures: result.failures), pending)
         }
 
@@ -50,10 +49,9 @@ public enum Dialogue {
             return (VerifyResponse(result: .reject, serial: pending.serial, reason: "new PIN refused by the PIN rules",
                                    error: DialogueText.pinRefused(problem)), nil, false)
         }
-        guard let id = PendingChallenge.freshID() else { throw StoreError(.system, "no randomness available") }
-        let next = PendingChallenge(id: id, user: pending.user, host: pending.host, kind: .passcode, serial: pending.serial,
-                                    position: 0, pinMode: pending.pinMode, remaining: pending.remaining, expires: now + PendingChallenge.lifetime)
-        return (VerifyResponse(result: .challenge, serial: pending.serial, challenge: next.info, reason: "new PIN set"), next, true)
+        let (next, info) = try PendingChallenge.step(.passcode, user: pending.user, host: pending.host, serial: pending.serial,
+                                                     pinMode: pending.pinMode, remaining: pending.remaining, now: now)
+        return (VerifyResponse(result: .challenge, serial: pending.serial, challenge: info, reason: "new PIN set"), next, true)
     }
 
     public static let unknownChallenge = VerifyResponse(result: .reject, reason: "unknown, expired or already answered challenge")

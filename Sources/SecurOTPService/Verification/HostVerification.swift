@@ -85,15 +85,15 @@ public enum HostVerification {
     /// What answering `pending` reads besides the challenge itself.
     public static func reads(answering pending: PendingChallenge, input: [UInt8]) -> AnswerRead {
         switch pending.kind {
-        case .newPIN:
+        case .step(.newPIN):
             .token(serial: pending.serial)
-        case .nextCode:
+        case .step(.nextCode):
             .snapshot(.tokens)
-        case .passcode:
+        case .step(.passcode):
             // As a login's first passcode: a recovery code's shape reads recovery codes.
             .snapshot(input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: false) }
                       ? .recoveryCodes : .tokens)
-        case .ocra:
+        case .ocraChallenge:
             // Answered through verify's challenge_id, never as a dialogue step.
             .nothing
         }
@@ -108,7 +108,7 @@ public enum HostVerification {
         decide: if let pending = reads.challenge {
             let decision: VerificationEngine.Decision<VerifyResult>
             switch pending.kind {
-            case .newPIN:
+            case .step(.newPIN):
                 let (answer, next, setPIN) = try Dialogue.afterNewPIN(pending, pin: call.input, now: now)
                 if setPIN {
                     guard let record = reads.pinToken else { throw StoreError.noSuchToken(user: call.user, serial: pending.serial) }
@@ -119,16 +119,16 @@ public enum HostVerification {
                 changes.challenge = next
                 response = answer
                 break decide
-            case .nextCode:
+            case .step(.nextCode):
                 decision = try call.input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                     try engine.verifyNextCode(reads.snapshot, user: call.user, serial: pending.serial, position: pending.position,
                                               input: bytes, policy: policy, now: now)
                 }
-            case .passcode:
+            case .step(.passcode):
                 decision = try call.input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                     try engine.verify(reads.snapshot, user: call.user, input: bytes, codeAtEnd: false, policy: policy, now: now)
                 }
-            case .ocra:
+            case .ocraChallenge:
                 response = Dialogue.unknownChallenge
                 break decide
             }

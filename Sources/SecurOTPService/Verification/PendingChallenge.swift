@@ -2,8 +2,8 @@ import SecurOTPCore
 import SecurOTPStore
 
 /// A dialogue step the validator started and a host must finish (next tokencode, new PIN,
-/// passcode after a new PIN). Kept in the store, not in memory, so the answer may reach
-/// another validator node; single-use and short-lived.
+/// passcode after a new PIN), or an OCRA challenge a preflight handed out. Kept in the store,
+/// not in memory, so the answer may reach another validator node; single-use and short-lived.
 public struct PendingChallenge: Sendable, Equatable {
     /// Seconds a host has to answer.
     public static let lifetime: Int64 = 180
@@ -12,7 +12,7 @@ public struct PendingChallenge: Sendable, Equatable {
     public var user: String
     /// The host credential's name: only the host that got the challenge may answer it.
     public var host: String
-    public var kind: ChallengeKind
+    public var kind: PendingKind
     public var serial: String
     /// next_code: the step or counter the first code matched.
     public var position: Int64
@@ -27,7 +27,7 @@ public struct PendingChallenge: Sendable, Equatable {
         SecretBytes.random(count: 16).map { $0.withUnsafeBytes { Hex.encode($0) } }
     }
 
-    public init(id: String, user: String, host: String, kind: ChallengeKind, serial: String, position: Int64, pinMode: PINMode,
+    public init(id: String, user: String, host: String, kind: PendingKind, serial: String, position: Int64, pinMode: PINMode,
                 remaining: Int, expires: Int64) {
         self.id = id
         self.user = user
@@ -40,18 +40,50 @@ public struct PendingChallenge: Sendable, Equatable {
         self.expires = expires
     }
 
-    var info: ChallengeInfo {
-        switch kind {
+    /// A dialogue step `step` of token `serial` for `user`, answered by `host` within `lifetime`.
+    static func step(_ step: ChallengeKind, user: String, host: String, serial: String, position: Int64 = 0, pinMode: PINMode,
+                     remaining: Int, now: Int64) throws(StoreError) -> (PendingChallenge, ChallengeInfo) {
+        guard let id = freshID() else { throw StoreError(.system, "no randomness available") }
+        let pending = PendingChallenge(id: id, user: user, host: host, kind: .step(step), serial: serial, position: position,
+                                       pinMode: pinMode, remaining: remaining, expires: now + lifetime)
+        return (pending, info(step, id: id, pinMode: pinMode))
+    }
+
+    /// What a host is told of a dialogue step: the prompt to show and how long it may take.
+    static func info(_ step: ChallengeKind, id: String, pinMode: PINMode) -> ChallengeInfo {
+        switch step {
         case .nextCode:
-            ChallengeInfo(id: id, kind: kind, prompt: DialogueText.nextCode, expiresIn: Int(Self.lifetime))
+            ChallengeInfo(id: id, kind: step, prompt: DialogueText.nextCode, expiresIn: Int(lifetime))
         case .newPIN:
-            ChallengeInfo(id: id, kind: kind, prompt: DialogueText.newPIN(pinMode), confirmPrompt: DialogueText.newPINAgain,
-                          expiresIn: Int(Self.lifetime))
+            ChallengeInfo(id: id, kind: step, prompt: DialogueText.newPIN(pinMode), confirmPrompt: DialogueText.newPINAgain,
+                          expiresIn: Int(lifetime))
         case .passcode:
-            ChallengeInfo(id: id, kind: kind, prompt: DialogueText.pinSet(pinMode), expiresIn: Int(Self.lifetime))
-        case .ocra:
-            // Never a dialogue step: the preflight hands it out as an OCRAChallengeOffer.
-            ChallengeInfo(id: id, kind: kind, prompt: "", expiresIn: Int(ChallengeIssue.lifetime))
+            ChallengeInfo(id: id, kind: step, prompt: DialogueText.pinSet(pinMode), expiresIn: Int(lifetime))
+        }
+    }
+}
+
+/// What a pending challenge waits for, stored as text (`rawValue`): a dialogue step, answered
+/// through `/v1/verify/answer` (its wire name), or an OCRA challenge a preflight handed out
+/// (`ocra`), answered with the passcode through `/v1/verify`'s `challenge_id`, never as a step.
+public enum PendingKind: Sendable, Equatable, RawRepresentable {
+    case step(ChallengeKind)
+    case ocraChallenge
+
+    public init?(rawValue: String) {
+        if rawValue == "ocra" {
+            self = .ocraChallenge
+        } else if let step = ChallengeKind(rawValue: rawValue) {
+            self = .step(step)
+        } else {
+            return nil
+        }
+    }
+
+    public var rawValue: String {
+        switch self {
+        case .step(let step): step.rawValue
+        case .ocraChallenge: "ocra"
         }
     }
 }

@@ -23,7 +23,7 @@ public enum Preflight {
         switch issue {
         case .issued(let serial, let issuedSuite):
             suite = issuedSuite
-            pending = PendingChallenge(id: id, user: user, host: host, kind: .ocra, serial: serial, position: 0, pinMode: .none,
+            pending = PendingChallenge(id: id, user: user, host: host, kind: .ocraChallenge, serial: serial, position: 0, pinMode: .none,
                                        remaining: Dialogue.maxSteps, expires: now + ChallengeIssue.lifetime)
         case .locked(let lockedSuite):
             suite = lockedSuite
@@ -36,7 +36,7 @@ public enum Preflight {
     /// `pending` (taken, so answered once) among the user's `tokens`, and whether its attempt
     /// was charged. An unknown, expired or foreign id gives no challenge and no charge.
     public static func ocraChallenge(_ pending: PendingChallenge?, tokens: [TokenRecord]) -> (challenge: String?, charged: Bool) {
-        guard let pending, pending.kind == .ocra else { return (nil, false) }
+        guard let pending, pending.kind == .ocraChallenge else { return (nil, false) }
         guard let record = tokens.first(where: { $0.serial == pending.serial }), let suite = try? OCRASuite(record.suite) else {
             return (nil, true)
         }
