@@ -144,8 +144,10 @@ let package = Package(
         // service directory (pam_start_confdir) and prints the outcome.
         .executableTarget(name: "PAMCheck", path: "Tests/PAMCheck", linkerSettings: [.linkedLibrary("pam")]),
 
-        .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore"], resources: []),
-        .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPEngine", "SecurOTPStore", "SecurOTPService"]),
+        // What several test targets share (seeded randomness); no product links it.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore", "TestSupport"], resources: []),
+        .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPEngine", "SecurOTPStore", "SecurOTPService", "TestSupport"]),
         // The PAM module's own logic (SecurOTPPAM) and the texts it shows and logs.
         .testTarget(name: "SecurOTPPAMTests", dependencies: ["SecurOTPPAM", "SecurOTPStore", "CPAM"]),
         .testTarget(name: "SecurOTPQRTests", dependencies: ["SecurOTPQR"]),
@@ -153,7 +155,7 @@ let package = Package(
         .testTarget(name: "SecurOTPImportTests", dependencies: ["SecurOTPImport"]),
         .testTarget(name: "IntegrationTests", dependencies: ["SecurOTPCore"]),
         .testTarget(name: "SecurOTPServerTests", dependencies: [
-            "SecurOTPServer", "SecurOTPService", "SecurOTPPostgres", "SecurOTPStore", "SecurOTPCore",
+            "SecurOTPServer", "SecurOTPService", "SecurOTPPostgres", "SecurOTPStore", "SecurOTPCore", "TestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
         .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPSecurID", "SecurOTPStore", "SecurOTPCore"]),

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import SecurOTPCore
 
 /// The module's JSON reader and writer, with Foundation's JSONSerialization as the oracle.
@@ -101,7 +102,7 @@ import Testing
     /// Mutations of valid documents: the reader never traps, and whatever it accepts is JSON
     /// Foundation reads to the same value (it is only ever stricter).
     @Test func mutationsNeverTrapAndStayValid() throws {
-        var generator = SeededGenerator(seed: 0x5ec0_7017)
+        var generator = SplitMix64(seed: 0x5ec0_7017)
         var accepted = 0
         for _ in 0..<20_000 {
             var bytes = Array(Self.documents.randomElement(using: &generator)!.utf8)
@@ -159,7 +160,7 @@ import Testing
     }
 
     @Test func randomSecretsAlwaysMakeValidJSON() throws {
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         for _ in 0..<2_000 {
             let bytes = (0..<Int.random(in: 0...40, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let body = bytes.withUnsafeBufferPointer { Self.text([(key: "answer", value: .secret($0))]) }
@@ -170,15 +171,3 @@ import Testing
     }
 }
 
-/// SplitMix64: reproducible randomness for the mutation tests.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -3,6 +3,7 @@ import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
 import Testing
+import TestSupport
 
 /// The host pipeline (HostVerification) over its two real storage adapters: the SQLite store
 /// and PostgreSQL (batch path and lock path). Both answer the same random sequence of host
@@ -87,7 +88,7 @@ struct PipelineDifferentialTests {
     func play(seed: Int, _ sqlite: Side, _ postgres: Side) async throws {
         try await sqlite.setUp()
         try await postgres.setUp()
-        var random = SeededRandom(seed: UInt64(seed))
+        var random = SplitMix64(seed: UInt64(seed))
         var counter: UInt64 = 0
         var lastTried: UInt64 = 0
         var pin = ""
@@ -163,18 +164,3 @@ struct PipelineDifferentialTests {
     }
 }
 
-/// Deterministic numbers (SplitMix64), so that a failing sequence replays from its seed.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-}

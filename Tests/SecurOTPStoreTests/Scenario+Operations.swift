@@ -1,3 +1,4 @@
+import TestSupport
 @testable import SecurOTPCore
 @testable import SecurOTPSecurID
 @testable import SecurOTPEngine

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import SecurOTPCore
 @testable import SecurOTPSecurID
 @testable import SecurOTPEngine
@@ -97,25 +98,6 @@ final class SQLiteBackend: ScenarioBackend {
         }
         return dump
     }
-}
-
-/// Deterministic random numbers (SplitMix64): a failing scenario replays from its seed.
-struct SplitMix64 {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-    mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-    mutating func digits(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(ascii: "0") + UInt8(below(10)) } }
 }
 
 /// A random sequence of logins and admin actions over a fixed set of users and tokens:
