@@ -144,8 +144,10 @@ let package = Package(
         // service directory (pam_start_confdir) and prints the outcome.
         .executableTarget(name: "PAMCheck", path: "Tests/PAMCheck", linkerSettings: [.linkedLibrary("pam")]),
 
-        // What several test targets share (seeded randomness); no product links it.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // What several test targets share: seeded randomness, and the memory backend (the
+        // pipeline's storage contract over dictionaries). No product links it.
+        .target(name: "TestSupport", dependencies: ["SecurOTPService", "SecurOTPStore", "SecurOTPEngine", "SecurOTPCore"],
+                path: "Tests/TestSupport"),
         .testTarget(name: "SecurOTPCoreTests", dependencies: ["SecurOTPCore", "TestSupport"], resources: []),
         .testTarget(name: "SecurOTPStoreTests", dependencies: ["SecurOTPEngine", "SecurOTPStore", "SecurOTPService", "TestSupport"]),
         // The PAM module's own logic (SecurOTPPAM) and the texts it shows and logs.

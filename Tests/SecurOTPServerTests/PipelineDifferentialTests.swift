@@ -5,13 +5,14 @@ import SecurOTPStore
 import Testing
 import TestSupport
 
-/// The host pipeline (HostVerification) over its two real storage adapters: the SQLite store
-/// and PostgreSQL (batch path and lock path). Both answer the same random sequence of host
-/// calls — right, early, replayed and wrong codes, next-code and new-PIN dialogues, recovery
-/// codes, unknown names, a host with offline codes, unlocks — and must give the same answers
-/// and keep the same token rows after every step. (The engine-level DifferentialTests compare
-/// the SQLite store with the memory backend.)
-@Suite("Pipeline: SQLite and PostgreSQL answer alike")
+/// The host pipeline (HostVerification) over its storage adapters, each behind the service
+/// facade: the SQLite store, PostgreSQL (batch path and lock path) and the tests' memory
+/// backend (`MemoryTokenService`). All answer the same random sequence of host calls — right,
+/// early, replayed and wrong codes, next-code and new-PIN dialogues, recovery codes, unknown
+/// names, a host with offline codes, unlocks — and must give the same answers and keep the
+/// same token rows after every step. (The engine-level DifferentialTests compare the SQLite
+/// store with the memory backend without the pipeline.)
+@Suite("Pipeline: SQLite, PostgreSQL and memory answer alike")
 struct PipelineDifferentialTests {
     static let host = Caller(kind: .host, name: "web1", address: "127.0.0.1")
     /// A host that keeps three offline codes per user (its credential hash peppers them).
@@ -22,13 +23,24 @@ struct PipelineDifferentialTests {
     /// One backend under test, with what differs between them by construction: token serials
     /// and recovery codes are random per store.
     final class Side {
-        let fixture: ValidatorFixture
+        let name: String
+        let service: any TokenService
+        let cleanUp: () async -> Void
         var names: [String: String] = [:]
         var recoveryCodes: [String] = []
         var pending: ChallengeInfo?
 
-        init(_ fixture: ValidatorFixture) { self.fixture = fixture }
-        var service: any TokenService { fixture.service }
+        init(_ name: String, _ fixture: ValidatorFixture) {
+            self.name = name
+            service = fixture.service
+            cleanUp = { await fixture.cleanUp() }
+        }
+
+        init(memory: MemoryTokenService) {
+            name = "memory"
+            service = memory
+            cleanUp = {}
+        }
 
         func setUp() async throws {
             for (user, uri) in [("alice", "otpauth://hotp/alice?secret=\(PipelineDifferentialTests.hotpSecret)&counter=0"),
@@ -70,24 +82,23 @@ struct PipelineDifferentialTests {
         case requirePIN
     }
 
-    @Test("Random host calls on both backends: same answers, same rows", arguments: [1, 2, 3])
+    @Test("Random host calls on every backend: same answers, same rows", arguments: [1, 2, 3])
     func sameAnswers(seed: Int) async throws {
-        let sqlite = Side(try await ValidatorFixture.make(.sqlite))
-        let postgres = Side(try await ValidatorFixture.make(.postgres))
+        let sides = [Side("SQLite", try await ValidatorFixture.make(.sqlite)), Side("PostgreSQL", try await ValidatorFixture.make(.postgres)),
+                     Side(memory: try MemoryTokenService())]
         do {
-            try await play(seed: seed, sqlite, postgres)
+            try await play(seed: seed, sides)
         } catch {
-            await sqlite.fixture.cleanUp()
-            await postgres.fixture.cleanUp()
+            for side in sides { await side.cleanUp() }
             throw error
         }
-        await sqlite.fixture.cleanUp()
-        await postgres.fixture.cleanUp()
+        for side in sides { await side.cleanUp() }
     }
 
-    func play(seed: Int, _ sqlite: Side, _ postgres: Side) async throws {
-        try await sqlite.setUp()
-        try await postgres.setUp()
+    /// `sides[0]` leads: its pending challenge decides what the next answer is.
+    func play(seed: Int, _ sides: [Side]) async throws {
+        let sqlite = sides[0]
+        for side in sides { try await side.setUp() }
         var random = SplitMix64(seed: UInt64(seed))
         var counter: UInt64 = 0
         var lastTried: UInt64 = 0
@@ -127,7 +138,7 @@ struct PipelineDifferentialTests {
                 call = .answer(user: "alice", answer: answer)
             }
             var answers: [String] = []
-            for side in [sqlite, postgres] {
+            for side in sides {
                 switch call {
                 case .verify(let user, let passcode, let caller):
                     let response = try await side.service.verify(VerifyRequest(user: user, passcode: passcode(side)), caller: caller)
@@ -146,10 +157,15 @@ struct PipelineDifferentialTests {
                     answers.append("PIN required")
                 }
             }
-            #expect(answers[0] == answers[1], "step \(step) (seed \(seed)): SQLite and PostgreSQL answered differently")
-            let sqliteRows = try await sqlite.rows(), postgresRows = try await postgres.rows()
-            #expect(sqliteRows == postgresRows, "step \(step) (seed \(seed)): the stores differ after \(answers[0])")
-            guard answers[0] == answers[1], sqliteRows == postgresRows else { return }
+            var agree = true
+            let sqliteRows = try await sqlite.rows()
+            for (index, side) in sides.enumerated().dropFirst() {
+                #expect(answers[index] == answers[0], "step \(step) (seed \(seed)): \(side.name) answered differently from \(sqlite.name)")
+                let rows = try await side.rows()
+                #expect(rows == sqliteRows, "step \(step) (seed \(seed)): \(side.name)'s rows differ from \(sqlite.name)'s after \(answers[0])")
+                agree = agree && answers[index] == answers[0] && rows == sqliteRows
+            }
+            guard agree else { return }
             seen.insert(String(answers[0].prefix { $0 != " " }) + (answers[0].contains("challenge=") ? "+challenge" : ""))
             // Follow alice's counter and PIN from what both stores now hold.
             if let row = sqliteRows.first(where: { $0.hasPrefix("alice-token") }),
