@@ -5,7 +5,7 @@ import SecurOTPCore
 import SecurOTPStore
 
 /// Checks a configuration and the PAM stacks before an admin relies on them.
-struct Doctor: ParsableCommand {
+struct Doctor: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check configuration, file permissions and the PAM stacks that use pam_securotp.",
         discussion: """
@@ -29,26 +29,43 @@ struct Doctor: ParsableCommand {
     final class Report {
         var errors = 0
         var warnings = 0
+        let context: CommandContext
+
+        init(_ context: CommandContext) { self.context = context }
+
         // Paths, PAM lines and a validator's answers come from outside: escaped (TerminalText).
-        func ok(_ text: String) { print("ok       \(TerminalText.escaped(text))") }
-        func warning(_ text: String) { warnings += 1; print("warning  \(TerminalText.escaped(text))") }
-        func error(_ text: String) { errors += 1; print("error    \(TerminalText.escaped(text))") }
+        func ok(_ text: String) { context.print("ok       \(TerminalText.escaped(text))") }
+        func warning(_ text: String) { warnings += 1; context.print("warning  \(TerminalText.escaped(text))") }
+        func error(_ text: String) { errors += 1; context.print("error    \(TerminalText.escaped(text))") }
     }
 
     /// A module line and the settings it runs with (its arguments over securotp.conf); nil
     /// when they do not load (reported as an error at the line).
     typealias Line = (line: PAMStacks.ModuleLine, settings: Settings?)
 
-    func run() throws {
-        let report = Report()
-        var settings = Settings()
+    /// A configuration that does not load is a finding, not the end: the checks go on with
+    /// the defaults.
+    func run() async throws {
+        let context: CommandContext
         do {
-            let context = try CommandContext(global)
-            settings = context.settings
-            report.ok("configuration \(settings.paths.config) (missing is fine: defaults apply)")
+            context = try CommandContext(global)
         } catch let error as StoreError {
+            let report = Report(CommandContext(settings: Settings()))
             report.error(error.message)
+            try checkAll(report)
+            return
         }
+        try await run(in: context)
+    }
+
+    func run(in context: CommandContext) async throws {
+        let report = Report(context)
+        report.ok("configuration \(context.settings.paths.config) (missing is fine: defaults apply)")
+        try checkAll(report)
+    }
+
+    private func checkAll(_ report: Report) throws {
+        let settings = report.context.settings
         let stacks = PAMStacks(directory: pamDirectory)
         if stacks == nil { report.warning("cannot read \(pamDirectory)") }
         let lines: [Line] = (stacks?.moduleLines ?? []).map { line in (line, check(line.rule, at: line.location, report)) }
@@ -59,7 +76,7 @@ struct Doctor: ParsableCommand {
         let localLines = lines.filter { $0.settings?.remote.isEnabled != true }
         let globalRemote = settings.remote.isEnabled
         if !localLines.isEmpty || (remoteLines.isEmpty && !globalRemote) {
-            checkStore(settings, report)
+            checkStore(settings, now: report.context.now(), report)
         }
         var checked: [ValidatorSettings] = []
         for line in remoteLines {
@@ -80,7 +97,7 @@ struct Doctor: ParsableCommand {
                 report.warning("no PAM service in \(pamDirectory) uses pam_securotp yet; see README \"Deploy\" for sshd and sudo")
             }
         }
-        print("\n\(report.errors) error\(report.errors == 1 ? "" : "s"), \(report.warnings) warning\(report.warnings == 1 ? "" : "s").")
+        report.context.print("\n\(report.errors) error\(report.errors == 1 ? "" : "s"), \(report.warnings) warning\(report.warnings == 1 ? "" : "s").")
         if report.errors > 0 { throw ExitCode(78) }
     }
 
@@ -92,7 +109,7 @@ struct Doctor: ParsableCommand {
         return command
     }
 
-    private func checkStore(_ settings: Settings, _ report: Report) {
+    private func checkStore(_ settings: Settings, now: Int64, _ report: Report) {
         let paths = settings.paths
         let keyExists = access(paths.keyFile, F_OK) == 0
         let databaseExists = access(paths.database, F_OK) == 0
@@ -129,7 +146,7 @@ struct Doctor: ParsableCommand {
                 report.warning("root has no token: a stack without nullok will refuse root logins (keep a root shell open while testing)")
             }
             // A locked user is refused even with the right code, and is not told so at the prompt.
-            let locked = try store.lockedUsers(now: Int64(time(nil))).filter { $0 != Store.unresolvedUsersKey }
+            let locked = try store.lockedUsers(now: now).filter { $0 != Store.unresolvedUsersKey }
             if !locked.isEmpty {
                 report.warning("""
                     locked now: \(locked.map { TerminalText.escaped($0) }.joined(separator: ", ")) — refused even with the right code \

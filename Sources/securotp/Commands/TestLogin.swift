@@ -2,6 +2,7 @@ import ArgumentParser
 import CPAMClient
 import Glibc
 import SecurOTPCommandLine
+import SecurOTPStore
 
 /// `securotp test USER [--service NAME]`: one real login through a PAM service's stack (the
 /// same /etc/pam.d file, modules and prompts sudo, su, login or sshd would run), answered at
@@ -33,7 +34,10 @@ struct TestLogin: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    func run() async throws { try await run(in: CommandContext(settings: Settings())) }
+
+    /// `context`: where the lines go (the stack itself talks to this terminal, as a login would).
+    func run(in context: CommandContext) async throws {
         guard geteuid() == 0 else {
             throw CLIError(message: "test runs a PAM stack as the programs do and must run as root", exitCode: 77)
         }
@@ -43,13 +47,13 @@ struct TestLogin: AsyncParsableCommand {
         if access("/etc/pam.d/\(service)", F_OK) != 0 {
             CommandContext.warn("/etc/pam.d/\(service) does not exist: PAM runs /etc/pam.d/other instead (on Debian it refuses everyone)")
         }
-        print("Testing \(user) through /etc/pam.d/\(service):")
+        context.print("Testing \(user) through /etc/pam.d/\(service):")
         var stage: Int32 = 0
         var message = [CChar](repeating: 0, count: 256)
         let result = securotp_pam_test(service, user, &stage, &message, UInt(message.count))
         let reason = String(cString: message)
         if result == PAM_SUCCESS {
-            print("\(service): \(user) would be let in (authentication and account check passed)")
+            context.print("\(service): \(user) would be let in (authentication and account check passed)")
             return
         }
         let step = stage == 0 ? "starting PAM" : (stage == 1 ? "authentication" : "account check")

@@ -30,6 +30,14 @@ struct CommandContext {
     /// temporary directory); the caller closes it.
     var service: (any TokenService)?
 
+    /// The local store under `settings`, opened when a command needs it (doctor with a
+    /// configuration that did not load; tests).
+    init(settings: Settings, output: CommandOutput = .standard) {
+        self.settings = settings
+        target = .local
+        self.output = output
+    }
+
     /// A context on `service`, for running commands in-process (tests).
     init(service: any TokenService, settings: Settings, output: CommandOutput) {
         self.settings = settings
