@@ -160,7 +160,8 @@ let package = Package(
             "SecurOTPServer", "SecurOTPService", "SecurOTPPostgres", "SecurOTPStore", "SecurOTPCore", "TestSupport",
             .product(name: "HummingbirdTesting", package: "hummingbird"),
         ]),
-        .testTarget(name: "AuthenticatorTests", dependencies: ["SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPSecurID", "SecurOTPStore", "SecurOTPCore"]),
+        .testTarget(name: "AuthenticatorTests", dependencies: ["securotp-authenticator", "SecurOTPAuthenticator", "SecurOTPImport", "SecurOTPSecurID",
+                                                      "SecurOTPStore", "SecurOTPCore"]),
         // securotp's commands run in-process against an injected CommandContext.
         .testTarget(name: "CLITests", dependencies: ["securotp", "SecurOTPService", "SecurOTPStore", "SecurOTPCore", "SecurOTPCommandLine"]),
     ]

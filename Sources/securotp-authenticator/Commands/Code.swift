@@ -2,7 +2,7 @@ import ArgumentParser
 import SecurOTPAuthenticator
 import SecurOTPCommandLine
 
-struct Code: ParsableCommand {
+struct Code: StoreCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a token's current code, the next one, and the seconds the current one has left.",
         discussion: """
@@ -35,16 +35,15 @@ struct Code: ParsableCommand {
         if pinFile != nil && noPIN { throw ValidationError("give --pin-file or --no-pin, not both") }
     }
 
-    func run() throws {
-        let context = try Context(store)
+    func run(in context: Context) throws {
         let store = try context.open()
         let token = try chosenToken(store)
-        var pin = token.isExpired(at: context.now) ? nil : try readPIN(for: token) // expired: refused without asking
+        var pin = token.isExpired(at: context.now) ? nil : try readPIN(for: token, context) // expired: refused without asking
         defer { wipe(&pin) }
         let codes = try store.codes(serial: token.serial, pin: pin, now: context.now)
         switch format {
-        case .json: try Output.printJSON(CodesJSON(codes: codes))
-        case .text: print(text(codes))
+        case .json: try context.printJSON(CodesJSON(codes: codes))
+        case .text: context.print(text(codes))
         }
     }
 
@@ -59,10 +58,10 @@ struct Code: ParsableCommand {
     }
 
     /// A PIN only for PINPad tokens (the store refuses one for other tokens).
-    private func readPIN(for token: StoredToken) throws -> [UInt8]? {
+    private func readPIN(for token: StoredToken, _ context: Context) throws -> [UInt8]? {
         if let pinFile { return try Terminal.firstLine(of: pinFile, what: "PIN") }
         guard token.pinMode == .addedByToken, !noPIN else { return nil }
-        return try Terminal.secretLine(prompt: "PIN for token \(token.serial): ", what: "PIN")
+        return try context.secretLine("PIN for token \(token.serial): ", "PIN")
     }
 
     private func text(_ codes: TokenCodes) -> String {

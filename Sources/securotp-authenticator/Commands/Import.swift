@@ -5,7 +5,7 @@ import SecurOTPCore
 import SecurOTPImport
 import SecurOTPCommandLine
 
-struct Import: ParsableCommand {
+struct Import: StoreCommand {
     static let configuration = CommandConfiguration(
         abstract: "Add tokens from an issuer: otpauth URIs, Google Authenticator exports, PSKC, RSA SecurID .sdtid and CTF.",
         discussion: """
@@ -31,8 +31,7 @@ struct Import: ParsableCommand {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func run() throws {
-        let context = try Context(store)
+    func run(in context: Context) throws {
         var input = try ImportInput.source(source)
         defer { for index in input.indices { input[index] = 0 } } // the source holds the seeds
         let transportKey = try options.readTransportKey()
@@ -43,18 +42,18 @@ struct Import: ParsableCommand {
         do {
             tokens = try store.importTokens(from: input, password: secret, transportKey: transportKey, nickname: options.nickname, now: context.now)
         } catch let error as ImportError where error.code == .password && secret == nil && Terminal.isInteractive && source != "-" {
-            var asked: [UInt8]? = try Terminal.secretLine(prompt: "Password for \(source): ", what: "password")
+            var asked: [UInt8]? = try context.secretLine("Password for \(source): ", "password")
             defer { wipe(&asked) }
             tokens = try store.importTokens(from: input, password: asked, transportKey: transportKey, nickname: options.nickname, now: context.now)
         }
         switch format {
         case .json:
-            try Output.printJSON(tokens.map(TokenJSON.init))
+            try context.printJSON(tokens.map(TokenJSON.init))
         case .text:
-            print("Imported \(tokens.count) token\(tokens.count == 1 ? "" : "s") into \(context.paths.directory):")
-            print(Output.table(Output.tokenHeader, tokens.map { Output.row($0, now: context.now) }))
+            context.print("Imported \(tokens.count) token\(tokens.count == 1 ? "" : "s") into \(context.paths.directory):")
+            context.print(Output.table(Output.tokenHeader, tokens.map { Output.row($0, now: context.now) }))
             let example = tokens.count == 1 ? "" : " SERIAL"
-            print("\nShow a code with: securotp-authenticator code\(example)")
+            context.print("\nShow a code with: securotp-authenticator code\(example)")
         }
     }
 }

@@ -2,7 +2,7 @@ import ArgumentParser
 import SecurOTPAuthenticator
 import SecurOTPCommandLine
 
-struct List: ParsableCommand {
+struct List: StoreCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show your tokens: serial, nickname, issuer, kind, digits, interval or counter, PIN style, expiry.",
         discussion: """
@@ -19,19 +19,18 @@ struct List: ParsableCommand {
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
-    func run() throws {
-        let context = try Context(store)
+    func run(in context: Context) throws {
         // Listing never creates a store: no store is an empty list.
         let tokens = AuthenticatorStore.exists(context.paths) ? try context.open().tokens() : []
         switch format {
         case .json:
-            try Output.printJSON(tokens.map(TokenJSON.init))
+            try context.printJSON(tokens.map(TokenJSON.init))
         case .text:
             guard !tokens.isEmpty else {
-                print("No tokens yet. Import one with: securotp-authenticator import SOURCE")
+                context.print("No tokens yet. Import one with: securotp-authenticator import SOURCE")
                 return
             }
-            print(Output.table(Output.tokenHeader, tokens.map { Output.row($0, now: context.now) }))
+            context.print(Output.table(Output.tokenHeader, tokens.map { Output.row($0, now: context.now) }))
         }
     }
 }

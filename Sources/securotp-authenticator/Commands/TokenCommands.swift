@@ -2,7 +2,7 @@ import ArgumentParser
 import SecurOTPAuthenticator
 import SecurOTPCommandLine
 
-struct Nickname: ParsableCommand {
+struct Nickname: StoreCommand {
     static let configuration = CommandConfiguration(
         abstract: "Name a token (at most 32 characters).",
         discussion: "Example: securotp-authenticator nickname 4821093375 \"work VPN\""
@@ -12,13 +12,13 @@ struct Nickname: ParsableCommand {
     @Argument(help: "The token's serial (see list).") var serial: String
     @Argument(help: "The new nickname; \"\" clears it.") var name: String
 
-    func run() throws {
-        try Context(store).open().setNickname(serial: serial, nickname: name)
-        print("Token \(serial) is now called \"\(name)\".")
+    func run(in context: Context) throws {
+        try context.open().setNickname(serial: serial, nickname: name)
+        context.print("Token \(serial) is now called \"\(name)\".")
     }
 }
 
-struct Delete: ParsableCommand {
+struct Delete: StoreCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete one token from this authenticator.",
         discussion: """
@@ -29,13 +29,13 @@ struct Delete: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @Argument(help: "The token's serial (see list).") var serial: String
 
-    func run() throws {
-        try Context(store).open().delete(serial: serial)
-        print("Deleted token \(serial).")
+    func run(in context: Context) throws {
+        try context.open().delete(serial: serial)
+        context.print("Deleted token \(serial).")
     }
 }
 
-struct Reset: ParsableCommand {
+struct Reset: StoreCommand {
     static let configuration = CommandConfiguration(
         abstract: "Delete every token and make a new key (and so a new binding ID).",
         discussion: """
@@ -50,8 +50,7 @@ struct Reset: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @Flag(help: "Do not ask for confirmation.") var yes = false
 
-    func run() throws {
-        let context = try Context(store)
+    func run(in context: Context) throws {
         if !yes {
             guard Terminal.isInteractive else {
                 throw CLIError.usage("reset deletes every token: confirm with --yes when not run from a terminal")
@@ -63,11 +62,11 @@ struct Reset: ParsableCommand {
         }
         let (removed, fresh) = try AuthenticatorStore.reset(context.paths, identity: context.identity, now: context.now)
         let what = removed.map { "Removed \($0) token\($0 == 1 ? "" : "s")" } ?? "Removed the old store (its tokens could not be counted)"
-        print("\(what). New key made; the binding ID is now \(fresh.bindingID).")
+        context.print("\(what). New key made; the binding ID is now \(fresh.bindingID).")
     }
 }
 
-struct BindingIDCommand: ParsableCommand {
+struct BindingIDCommand: StoreCommand {
     static let configuration = CommandConfiguration(
         commandName: "binding-id",
         abstract: "Print this authenticator's binding ID (24 hex digits).",
@@ -83,11 +82,11 @@ struct BindingIDCommand: ParsableCommand {
     @OptionGroup var store: StoreOptions
     @Option(help: "text or json.") var format: OutputFormat = .text
 
-    func run() throws {
-        let id = try Context(store).open(create: true).bindingID
+    func run(in context: Context) throws {
+        let id = try context.open(create: true).bindingID
         switch format {
-        case .json: try Output.printJSON(["binding_id": id])
-        case .text: print(id)
+        case .json: try context.printJSON(["binding_id": id])
+        case .text: context.print(id)
         }
     }
 }

@@ -14,7 +14,7 @@ struct VersionCommand: ParsableCommand {
 
     func run() throws {
         switch format {
-        case .json: try Output.printJSON(VersionJSON(version: SecurOTPVersion.string, storeFormat: AuthenticatorStore.storeFormat))
+        case .json: print(try Output.json(VersionJSON(version: SecurOTPVersion.string, storeFormat: AuthenticatorStore.storeFormat)))
         case .text: print(SecurOTPVersion.string)
         }
     }

@@ -5,11 +5,11 @@ import SecurOTPCommandLine
 
 /// Text tables and JSON for the commands' output.
 enum Output {
-    /// Pretty-free, key-sorted JSON on one line, then a newline.
-    static func printJSON(_ value: some Encodable) throws {
+    /// Pretty-free, key-sorted JSON on one line (without the newline).
+    static func json(_ value: some Encodable) throws -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
     }
 
     static func table(_ header: [String], _ rows: [[String]]) -> String { TextTable.render(header, rows) }
