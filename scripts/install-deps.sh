@@ -4,8 +4,9 @@
 set -euo pipefail
 
 # libcurl4-openssl-dev: headers only; libcurl4: the library the module and CLI dlopen
-# (libcurl.so.4) when they ask a validator.
-build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4)
+# (libcurl.so.4) when they ask a validator. libfido2-dev: headers only as well (libfido2.so.1
+# is dlopen'd when a user with a FIDO security key logs in, docs/fido.md).
+build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4 libfido2-dev)
 # postgresql: the validator's PostgreSQL tests (scripts/postgres-test.sh starts it); openssl:
 # test certificates; curl: racing requests at validator nodes; strace: the fsyncs of a login;
 # sqlite3: stores made older or damaged on purpose.
