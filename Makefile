@@ -16,7 +16,7 @@ MODULE = $(CURDIR)/.build/embedded/pam_securotp.so
 # Fuzzing: every parser's libFuzzer harness for FUZZ_SECONDS each (fuzz/README.md).
 FUZZ_SECONDS ?= 20
 
-.PHONY: all build demo test test-deb deb bench bench-timing bench-validator fuzz install uninstall clean
+.PHONY: all build softfido demo test test-deb deb bench bench-timing bench-validator fuzz install uninstall clean
 
 all: build
 
@@ -40,6 +40,17 @@ test-deb: deb
 	scripts/install-deps.sh test-deb
 	tests/packaging/clean-root-test.sh
 
+# The test-only software FIDO2 key (tests/softfido/softfido.c, docs/fido.md): LD_PRELOAD it with
+# SOFTFIDO_STATE=FILE and libfido2 programs see a key "softfido:0". No product links it.
+SOFTFIDO = $(CURDIR)/.build/softfido/libsoftfido.so
+
+softfido: $(SOFTFIDO)
+
+$(SOFTFIDO): tests/softfido/softfido.c tests/softfido/softfido.h
+	scripts/install-deps.sh softfido
+	mkdir -p $(dir $@)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Wno-deprecated-declarations -o $@ tests/softfido/softfido.c -lfido2 -lcrypto -ldl
+
 demo:
 	scripts/install-deps.sh demo
 	$(MAKE) --no-print-directory build
@@ -50,7 +61,7 @@ demo:
 test:
 	scripts/install-deps.sh test
 	scripts/postgres-test.sh
-	$(MAKE) --no-print-directory build
+	$(MAKE) --no-print-directory build softfido
 	SECUROTP_BIN_DIR="$(BIN)" $(SWIFT) test
 	SECUROTP_BIN_DIR="$(BIN)" SECUROTP_MODULE="$(MODULE)" $(SWIFT) test --skip-build --filter IntegrationTests
 

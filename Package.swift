@@ -42,6 +42,9 @@ let package = Package(
         // HTTP(S) to a validator through libcurl, loaded with dlopen only when used (the
         // module's remote mode and the CLI's --server).
         .target(name: "CHTTP"),
+        // FIDO security keys through libfido2, likewise loaded with dlopen only when used (a
+        // user with a FIDO credential logs in; `securotp fido enroll`).
+        .target(name: "CFido2"),
         // The application side of PAM (pam_start + libpam_misc's terminal conversation) for
         // `securotp test`. CLI only: the module never links it.
         .target(name: "CPAMClient", linkerSettings: [.linkedLibrary("pam"), .linkedLibrary("pam_misc")]),
@@ -56,7 +59,7 @@ let package = Package(
         .target(name: "SecurOTPStore", dependencies: ["SecurOTPEngine", "SecurOTPCore", "SecurOTPSecurID", "CSQLite", "CPosix"], swiftSettings: pamSafe),
         // The PAM module's logic: options, conversation, groups, verify-and-record, and the
         // remote mode's requests to a validator (CHTTP: libcurl is dlopen'd, never linked).
-        .target(name: "SecurOTPPAM", dependencies: ["SecurOTPStore", "CPAM", "CPosix", "CHTTP"], swiftSettings: pamSafe),
+        .target(name: "SecurOTPPAM", dependencies: ["SecurOTPStore", "CPAM", "CPosix", "CHTTP", "CFido2"], swiftSettings: pamSafe),
         // RSA SecurID 128-bit tokencodes (time-based, AES) with PIN modes. Linked by the module.
         .target(name: "SecurOTPSecurID", dependencies: ["SecurOTPCore", "COpenSSL"], swiftSettings: pamSafe),
         // Token import formats: otpauth URIs, Google Authenticator migration, PSKC (RFC 6030),
@@ -123,7 +126,7 @@ let package = Package(
         .executableTarget(
             name: "securotp",
             dependencies: [
-                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres", "SecurOTPCommandLine", "CPAMClient", "CHTTP",
+                "SecurOTPStore", "SecurOTPQR", "SecurOTPService", "SecurOTPPostgres", "SecurOTPCommandLine", "CPAMClient", "CHTTP", "CFido2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,15 +1,20 @@
 #!/usr/bin/env bash
 # Installs the Debian packages securotp needs to build, test, demo or benchmark — only the
-# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|demo|bench|fuzz|deb|test-deb
+# missing ones, so a second run does nothing. Usage: scripts/install-deps.sh build|test|softfido|demo|bench|fuzz|deb|test-deb
 set -euo pipefail
 
 # libcurl4-openssl-dev: headers only; libcurl4: the library the module and CLI dlopen
-# (libcurl.so.4) when they ask a validator.
-build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4)
+# (libcurl.so.4) when they ask a validator. libfido2-dev: headers only as well (libfido2.so.1
+# is dlopen'd when a user with a FIDO security key logs in, docs/fido.md).
+build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4 libfido2-dev)
 # postgresql: the validator's PostgreSQL tests (scripts/postgres-test.sh starts it); openssl:
 # test certificates; curl: racing requests at validator nodes; strace: the fsyncs of a login;
 # sqlite3: stores made older or damaged on purpose.
-test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml postgresql postgresql-client openssl curl strace sqlite3)
+# softfido: the test-only software FIDO2 key (make softfido) builds against libfido2's headers.
+softfido=(libfido2-dev libssl-dev)
+# fido2-tools, pamu2fcfg, libpam-u2f: Debian's FIDO tools and pam_u2f.so as independent parties
+# against the soft key and the module (docs/fido.md).
+test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml postgresql postgresql-client openssl curl strace sqlite3)
 demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs
@@ -28,16 +33,17 @@ test_deb=(mmdebstrap systemd tmux)
 case "${1:-build}" in
   build) wanted=("${build[@]}") ;;
   test) wanted=("${test[@]}") ;;
+  softfido) wanted=("${softfido[@]}") ;;
   demo) wanted=("${demo[@]}") ;;
   bench) wanted=("${bench[@]}") ;;
   fuzz) wanted=("${fuzz[@]}") ;;
   deb) wanted=("${deb[@]}") ;;
   test-deb) wanted=("${deb[@]}" "${test_deb[@]}") ;;
-  *) echo "usage: $0 build|test|demo|bench|fuzz|deb|test-deb" >&2; exit 64 ;;
+  *) echo "usage: $0 build|test|softfido|demo|bench|fuzz|deb|test-deb" >&2; exit 64 ;;
 esac
 
 # PyPI tools the tests use as independent oracles (no Debian packages exist for them).
-pypi_test=(oath python-pskc)
+pypi_test=(oath python-pskc cryptography)
 if [ "${1:-build}" = test ]; then
   for module in "${pypi_test[@]}"; do
     import=${module//-/_}; [ "$module" = python-pskc ] && import=pskc

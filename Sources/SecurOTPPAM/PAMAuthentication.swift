@@ -44,6 +44,12 @@ public enum PAMAuthentication {
             var check = RemoteVerification(login)
             return converse(&check, login)
         }
+        // FIDO security keys first (Fido/FidoLogin.swift): a touch may settle the login.
+        switch FidoLogin.attempt(login) {
+        case .accepted: return PAM_SUCCESS
+        case .refused(let code): return code
+        case .notEnrolled, .unavailable: break
+        }
         var check = LocalVerification(login)
         return converse(&check, login)
     }

@@ -18,6 +18,8 @@ public struct Settings: Sendable, Equatable {
     public var maxTokens = 10
     /// Remote mode (`validator=` and its companions); disabled by default.
     public var remote = ValidatorSettings()
+    /// FIDO security keys (`origin`, `cue_prompt`; docs/fido.md).
+    public var fido = FidoSettings()
 
     public init() {}
 
@@ -93,6 +95,12 @@ public struct Settings: Sendable, Equatable {
         case "client_cert": remote.clientCertificate = try path()
         case "client_key": remote.clientKey = try path()
         case "timeout": remote.timeout = try integer(ValidatorSettings.timeoutRange)
+        case "origin":
+            guard let value, FidoSettings.validOrigin(value) else { throw fail("expected an RP ID such as pam://host (printable, no spaces or commas)") }
+            fido.origin = value
+        case "cue_prompt":
+            guard let value, !value.isEmpty, value.utf8.count <= 200 else { throw fail("expected 1–200 characters") }
+            fido.cuePrompt = value
         case "failmode":
             guard let value, let mode = FailMode(rawValue: value) else { throw fail("expected secure or safe") }
             remote.failMode = mode

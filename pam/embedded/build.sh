@@ -15,9 +15,10 @@ clang=$(dirname "$swiftc")/clang
 
 # C targets: their include/ directories hold the module maps Swift imports.
 includes=()
-for c in CPAM COpenSSL CSQLite CPosix CHTTP; do includes+=(-I "Sources/$c/include"); done
+for c in CPAM COpenSSL CSQLite CPosix CHTTP CFido2; do includes+=(-I "Sources/$c/include"); done
 # CHTTP needs libcurl's headers only: libcurl itself is dlopen'd on first use (remote mode).
-for c in CPAM COpenSSL CSQLite CHTTP; do
+# CFido2 likewise needs libfido2's headers only (FIDO security keys, docs/fido.md).
+for c in CPAM COpenSSL CSQLite CHTTP CFido2; do
   "$clang" -c -O2 -fPIC -fvisibility=hidden -I "Sources/$c/include" Sources/$c/*.c -o "$out/$c.o"
 done
 
@@ -50,7 +51,7 @@ libs=(-lcrypto -lsqlite3)
 unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
 "$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \
   "$out"/PAMModule.o "$out"/SecurOTPPAM.o "$out"/SecurOTPStore.o "$out"/SecurOTPEngine.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
-  "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o "$out"/CHTTP.o \
+  "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o "$out"/CHTTP.o "$out"/CFido2.o \
   "$unicode" "${libs[@]}" -lpam -lm \
   -Wl,--version-script=pam/pam_securotp/exports.map -Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro \
   -Wl,-z,defs -Wl,--gc-sections -Wl,--as-needed

@@ -18,6 +18,7 @@ struct Import: ContextCommand {
           securotp import alice /root/alice.sdtid --password-file /root/pw
           securotp import bob 'otpauth://totp/ACME:bob?secret=JBSWY3DPEHPK3PXP&issuer=ACME'
           securotp import carol vendor.pskc --key-file /root/transport.key --format json
+          securotp import dave "$(pamu2fcfg -u dave)"    # a FIDO security key (pam_u2f line)
         """
     )
 
@@ -36,6 +37,9 @@ struct Import: ContextCommand {
 
     func run(in context: CommandContext) async throws {
         try Store.validate(user: user)
+        if FidoImport.looksLikeU2FLine(source) { // pamu2fcfg's output (Fido.swift)
+            return try FidoImport.run(user: user, line: source, format: format, context: context)
+        }
         let password = try options.readPassword().map { String(decoding: $0, as: UTF8.self) }
         let keyHex = try options.readTransportKey().map { key in key.withUnsafeBytes { Hex.encode($0) } }
         let request = ImportRequest(source: Data(try ImportInput.source(source)).base64EncodedString(), password: password,

@@ -1,0 +1,77 @@
+import COpenSSL
+import SecurOTPCore
+
+/// Why an assertion from a security key was refused (docs/fido.md, "What is verified").
+public enum FidoRefusal: Sendable, Equatable {
+    case malformed
+    /// The authenticator data is for another RP ID (origin).
+    case rpIDMismatch
+    /// User presence was required and the UP flag is not set.
+    case presenceMissing
+    /// User verification (UV or PIN) was required and the UV flag is not set.
+    case verificationMissing
+    case badSignature
+    /// This build cannot check signatures of this key type.
+    case unsupportedKeyType
+    /// A valid signature with a counter that did not increase: the key was cloned.
+    case counterNotIncreased(stored: UInt32, received: UInt32)
+
+    public var reason: String {
+        switch self {
+        case .malformed: "malformed authenticator data"
+        case .rpIDMismatch: "the assertion is for another origin (RP ID)"
+        case .presenceMissing: "user presence required but not asserted"
+        case .verificationMissing: "user verification (UV/PIN) required but not asserted"
+        case .badSignature: "the signature does not verify with the enrolled public key"
+        case .unsupportedKeyType: "signatures of this key type cannot be checked (es256 only)"
+        case .counterNotIncreased(let stored, let received):
+            "signature counter \(received) is not above the stored \(stored): the key was cloned"
+        }
+    }
+}
+
+/// Checks a CTAP2 assertion (authenticatorData || clientDataHash signed by the credential) the
+/// way docs/fido.md says: RP ID hash, UP, UV when required, the signature, then the counter.
+public enum FidoAssertionCheck {
+    public enum Outcome: Sendable, Equatable {
+        /// Valid; `counter` is the new signature counter to store.
+        case verified(counter: UInt32)
+        case refused(FidoRefusal)
+    }
+
+    static let flagUserPresent: UInt8 = 0x01
+    static let flagUserVerified: UInt8 = 0x04
+
+    /// DER SubjectPublicKeyInfo prefix of an uncompressed P-256 point: with x||y, the 91-byte
+    /// key COpenSSL's securotp_es256_verify takes.
+    static let p256SPKIPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
+        0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
+    ]
+
+    public static func verify(authenticatorData: [UInt8], signature: [UInt8], clientDataHash: [UInt8],
+                              credential: FidoCredential, requirePresence: Bool, requireVerification: Bool) -> Outcome {
+        guard authenticatorData.count >= 37, clientDataHash.count == 32 else { return .refused(.malformed) }
+        var expectedHash = [UInt8](repeating: 0, count: 32)
+        let rpID = Array(credential.origin.utf8)
+        securotp_sha256(rpID, rpID.count, &expectedHash)
+        guard securotp_equal(authenticatorData, expectedHash, 32) == 1 else { return .refused(.rpIDMismatch) }
+
+        guard credential.type == .es256, credential.publicKey.count == 64 else { return .refused(.unsupportedKeyType) }
+        // The one ES256 verifier (libcrypto's low-level EC path), shared with push approvals.
+        guard ApprovalAssertion.es256Verify(publicKey: p256SPKIPrefix + credential.publicKey, message: authenticatorData + clientDataHash,
+                                            signature: signature) else { return .refused(.badSignature) }
+
+        let flags = authenticatorData[32]
+        if requirePresence, flags & flagUserPresent == 0 { return .refused(.presenceMissing) }
+        if requireVerification, flags & flagUserVerified == 0 { return .refused(.verificationMissing) }
+
+        let received = UInt32(authenticatorData[33]) << 24 | UInt32(authenticatorData[34]) << 16
+            | UInt32(authenticatorData[35]) << 8 | UInt32(authenticatorData[36])
+        // Keys that keep no counter send 0 every time: 0 after 0 is allowed; anything else must rise.
+        if credential.counter != 0 || received != 0, received <= credential.counter {
+            return .refused(.counterNotIncreased(stored: credential.counter, received: received))
+        }
+        return .verified(counter: received)
+    }
+}

@@ -1,0 +1,124 @@
+import SecurOTPCore
+
+/// One FIDO2/U2F credential as pam_u2f's authfile keeps it (docs/fido.md): the key handle
+/// (credential ID), the raw public key, its type and the attributes that say what a login asks
+/// the key for; plus what securotp keeps beside it: the RP ID ("origin") it was made for and
+/// the last signature counter accepted.
+public struct FidoCredential: Sendable, Equatable {
+    public enum KeyType: String, Sendable, Equatable {
+        case es256, eddsa, rs256
+    }
+
+    public var keyHandle: [UInt8]
+    /// ES256: x||y (64 bytes); EdDSA: the 32-byte key; RS256: n||e.
+    public var publicKey: [UInt8]
+    public var type: KeyType
+    /// `+presence`: touch required; `+verification`: the key verifies the user (UV);
+    /// `+pin`: the key's PIN is asked for (which also gives UV).
+    public var presence: Bool
+    public var verification: Bool
+    public var pin: Bool
+    public var origin: String
+
+    /// Stored state (not part of a pam_u2f line).
+    public var serial = ""
+    public var counter: UInt32 = 0
+    /// A counter that did not increase was seen: the key was cloned; never used again.
+    public var cloned = false
+    public var created: Int64 = 0
+    public var lastUsed: Int64 = 0
+    public var source = "enroll"
+
+    public init(keyHandle: [UInt8], publicKey: [UInt8], type: KeyType, presence: Bool, verification: Bool, pin: Bool,
+                origin: String) {
+        self.keyHandle = keyHandle
+        self.publicKey = publicKey
+        self.type = type
+        self.presence = presence
+        self.verification = verification
+        self.pin = pin
+        self.origin = origin
+    }
+
+    /// The `+presence+verification+pin` part of a line, in pam_u2f's order.
+    public var attributes: String {
+        (presence ? "+presence" : "") + (verification ? "+verification" : "") + (pin ? "+pin" : "")
+    }
+
+    /// `KH,PK,type,attributes`, as pamu2fcfg prints it.
+    public var u2fField: String {
+        Base64.encode(keyHandle, .standard) + "," + Base64.encode(publicKey, .standard) + "," + type.rawValue + "," + attributes
+    }
+
+    /// `user:KH,PK,type,attrs:KH,...`: one pam_u2f authfile line.
+    public static func u2fLine(user: String, _ credentials: [FidoCredential]) -> String {
+        ([user] + credentials.map { $0.u2fField }).joined(separator: ":")
+    }
+
+    /// Largest key handle and public key accepted (real keys use up to a few hundred bytes;
+    /// an RS256 key is 259).
+    public static let maxKeyHandle = 1024
+    public static let maxPublicKey = 1024
+
+    /// Parses one native pam_u2f credential (`KH,PK,type,attributes`); nil with the reason.
+    public static func parse(field: Substring, origin: String) -> (credential: FidoCredential?, problem: String) {
+        let parts = field.split(separator: ",", omittingEmptySubsequences: false)
+        guard parts.count == 4 else {
+            if parts.count == 2 {
+                return (nil, "old U2F-format credentials (KH,PK without type) are not supported; enroll the key again with pamu2fcfg 1.1 or later, or securotp fido enroll")
+            }
+            return (nil, "a credential must be KH,PK,type,attributes")
+        }
+        guard parts[0] != "*" else {
+            return (nil, "resident credentials (key handle \"*\") are not supported; enroll without -r")
+        }
+        guard let handle = Base64.decode(String(parts[0]), .standard), !handle.isEmpty, handle.count <= maxKeyHandle else {
+            return (nil, "the key handle is not base64 (or is empty or longer than \(maxKeyHandle) bytes)")
+        }
+        guard var key = Base64.decode(String(parts[1]), .standard), !key.isEmpty, key.count <= maxPublicKey else {
+            return (nil, "the public key is not base64 (or is empty or longer than \(maxPublicKey) bytes)")
+        }
+        guard let type = KeyType(rawValue: String(parts[2])) else {
+            return (nil, "unknown key type \(TerminalText.quoted(String(parts[2]))) (es256, eddsa, rs256)")
+        }
+        // es256: x||y, or the same with the 0x04 prefix of an uncompressed point.
+        if type == .es256, key.count == 65, key.first == 0x04 { key.removeFirst() }
+        if type == .es256, key.count != 64 { return (nil, "an es256 public key must be 64 bytes (x||y)") }
+        if type == .eddsa, key.count != 32 { return (nil, "an eddsa public key must be 32 bytes") }
+        var presence = false, verification = false, pin = false
+        var rest = Substring(parts[3])
+        while !rest.isEmpty {
+            if rest.hasPrefix("+presence") {
+                presence = true
+                rest = rest.dropFirst("+presence".count)
+            } else if rest.hasPrefix("+verification") {
+                verification = true
+                rest = rest.dropFirst("+verification".count)
+            } else if rest.hasPrefix("+pin") {
+                pin = true
+                rest = rest.dropFirst("+pin".count)
+            } else {
+                return (nil, "unknown attributes \(TerminalText.quoted(String(parts[3]))) (+presence, +verification, +pin)")
+            }
+        }
+        return (FidoCredential(keyHandle: handle, publicKey: key, type: type, presence: presence, verification: verification,
+                               pin: pin, origin: origin), "")
+    }
+
+    /// Parses a pam_u2f authfile line (`user:cred[:cred...]`) or pamu2fcfg -n's `:cred`.
+    /// Returns the user named (empty for `-n` output) and the credentials, or the problem.
+    public static func parse(line: String, origin: String) -> (user: String, credentials: [FidoCredential], problem: String) {
+        var text = Substring(line)
+        while let last = text.last, last == "\n" || last == "\r" || last == " " { text = text.dropLast() }
+        while let first = text.first, first == " " { text = text.dropFirst() }
+        let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard fields.count >= 2 else { return ("", [], "not a pam_u2f line (user:KH,PK,type,attributes)") }
+        var credentials: [FidoCredential] = []
+        for field in fields.dropFirst() {
+            let (credential, problem) = parse(field: field, origin: origin)
+            guard let credential else { return (String(fields[0]), [], problem) }
+            credentials.append(credential)
+        }
+        return (String(fields[0]), credentials, "")
+    }
+}

@@ -1,0 +1,179 @@
+import CFido2
+import CPAM
+import CPosix
+import SecurOTPCore
+import SecurOTPStore
+
+/// Local mode's FIDO step (docs/fido.md): for a user with FIDO credentials it runs before the
+/// passcode prompt. Like pam_u2f, per credential: find an attached key that holds it (a silent
+/// assertion), ask for the touch, take an assertion over a fresh random challenge; unlike
+/// pam_u2f, the module checks the assertion itself and the signature counter must rise.
+enum FidoLogin {
+    enum Outcome: Equatable {
+        /// The user has no FIDO credential: the passcode step decides.
+        case notEnrolled
+        /// No key holding a credential is attached, or libfido2 is missing: the passcode
+        /// step decides if the user has a code to give, else the login fails.
+        case unavailable
+        case accepted
+        /// Decided here: the key was there and the login failed (refused touch, wrong PIN,
+        /// bad signature, cloned key, lost race).
+        case refused(Int32)
+    }
+
+    /// How long the key may wait for the touch (pam_u2f waits as long as libfido2 does).
+    static let touchTimeoutMilliseconds: Int32 = 30_000
+    static let pinPrompt = "Please enter the PIN: "
+
+    static func attempt(_ login: LoginContext) -> Outcome {
+        guard login.known else { return .notEnrolled }
+        let session = login.session
+        let settings = login.settings
+        let now = Int64(time(nil))
+        let credentials: [FidoCredential]
+        let locked: Bool
+        let hasPasscodes: Bool
+        do {
+            (credentials, locked, hasPasscodes) = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
+                // One query for the common case, a user without a security key.
+                let found = try store.fidoCredentials(user: login.user)
+                guard !found.isEmpty else { return (found, false, false) }
+                return (found, try store.userState(login.user).isLocked(at: now), try store.hasActivePasscodeTokens(user: login.user))
+            }
+        } catch {
+            // The passcode step opens the store again and reports what is wrong.
+            return .notEnrolled
+        }
+        guard !credentials.isEmpty else { return .notEnrolled }
+        // Without a key the passcode step decides, if the user has a code to give.
+        let unavailable: Outcome = hasPasscodes ? .unavailable : .refused(PAM_AUTH_ERR)
+        if locked {
+            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) is locked; not asking for the security key")
+            return .refused(PAM_AUTH_ERR)
+        }
+        let origin = settings.fido.effectiveOrigin
+        let usable = credentials.filter { !$0.cloned && $0.origin == origin }
+        guard !usable.isEmpty else {
+            session.log(LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
+            return unavailable
+        }
+        var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
+        guard securotp_fido_load(&errorText) == 1 else {
+            session.log(LOG_ERR, "FIDO: \(text(errorText)); security keys cannot be used, other methods still work")
+            return unavailable
+        }
+        for credential in usable {
+            var path = [CChar](repeating: 0, count: 256)
+            let found = withRequest(credential, origin: origin) { request in securotp_fido_find(request, &path, &errorText) }
+            guard found == Int32(SECUROTP_FIDO_OK) else {
+                session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): \(text(errorText))")
+                continue
+            }
+            return authenticate(login, credential, origin: origin, path: path)
+        }
+        session.log(LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
+        return unavailable
+    }
+
+    /// The touch, the assertion, its check and the counter write for one credential on the key at `path`.
+    private static func authenticate(_ login: LoginContext, _ credential: FidoCredential, origin: String, path: [CChar]) -> Outcome {
+        let session = login.session
+        var pin: UnsafeMutablePointer<CChar>?
+        defer { if pin != nil { securotp_pam_free_response(pin) } }
+        if credential.pin {
+            let (code, response) = session.askSecret(pinPrompt)
+            guard let response else {
+                session.log(LOG_ERR, "FIDO: conversation failed for \(login.shownUser) asking for the PIN")
+                return .refused(code)
+            }
+            pin = response
+        }
+        session.tell(login.settings.fido.cuePrompt)
+        guard let challenge = SecretBytes.random(count: 32) else {
+            session.log(LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
+            return .refused(PAM_AUTHINFO_UNAVAIL)
+        }
+        let clientDataHash = challenge.withUnsafeBytes { Array($0) }
+        var assertion = securotp_fido_assertion()
+        var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
+        let up = Int32(credential.presence ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_FALSE)
+        let uv = Int32(credential.verification ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT)
+        let result = withRequest(credential, origin: origin) { request in
+            securotp_fido_assert(path, request, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, &assertion, &errorText)
+        }
+        let shownKey = "credential \(credential.serial) of \(login.shownUser)"
+        guard result == Int32(SECUROTP_FIDO_OK) else {
+            switch Int(result) {
+            case Int(SECUROTP_FIDO_DENIED): session.log(LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
+            case Int(SECUROTP_FIDO_PIN_INVALID), Int(SECUROTP_FIDO_PIN_REQUIRED):
+                session.log(LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
+            default: session.log(LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
+            }
+            return .refused(PAM_AUTH_ERR)
+        }
+        let dataLength = assertion.authenticator_data_length
+        let signatureLength = assertion.signature_length
+        let authenticatorData = withUnsafeBytes(of: &assertion.authenticator_data) { Array($0.prefix(min(dataLength, $0.count))) }
+        let signature = withUnsafeBytes(of: &assertion.signature) { Array($0.prefix(min(signatureLength, $0.count))) }
+        let check = FidoAssertionCheck.verify(authenticatorData: authenticatorData, signature: signature, clientDataHash: clientDataHash,
+                                              credential: credential, requirePresence: credential.presence,
+                                              requireVerification: credential.verification || credential.pin)
+        let now = Int64(time(nil))
+        switch check {
+        case .refused(let refusal):
+            if case .counterNotIncreased = refusal {
+                session.log(LOG_ALERT, "FIDO: \(shownKey): \(refusal.reason); credential disabled (securotp fido export shows the rest; securotp delete \(login.shownUser) \(credential.serial) removes it)")
+                do {
+                    try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
+                        try store.markFidoCloned(user: login.user, serial: credential.serial)
+                    }
+                } catch {
+                    session.log(LOG_ERR, "FIDO: cannot mark \(shownKey) as cloned: \(error.message)")
+                }
+            } else {
+                session.log(LOG_NOTICE, "FIDO: \(shownKey) refused: \(refusal.reason)")
+            }
+            return .refused(PAM_AUTH_ERR)
+        case .verified(let counter):
+            let recorded: Bool
+            do {
+                recorded = try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
+                    try store.acceptFidoCounter(user: login.user, serial: credential.serial, from: credential.counter, to: counter, now: now)
+                }
+            } catch {
+                session.log(LOG_ERR, "FIDO: cannot record the counter of \(shownKey), denying: \(error.message)")
+                return .refused(PAM_AUTHINFO_UNAVAIL)
+            }
+            guard recorded else {
+                session.log(LOG_NOTICE, "FIDO: \(shownKey): another login used the credential at the same time; denying this one")
+                return .refused(PAM_AUTH_ERR)
+            }
+            session.log(LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter))")
+            return .accepted
+        }
+    }
+
+    /// The C request for one credential, valid inside `body`.
+    private static func withRequest(_ credential: FidoCredential, origin: String,
+                                    _ body: (UnsafePointer<securotp_fido_credentials>) -> Int32) -> Int32 {
+        credential.keyHandle.withUnsafeBufferPointer { handle in
+            var id: UnsafePointer<UInt8>? = handle.baseAddress
+            var length = handle.count
+            return origin.withCString { rpID in
+                withUnsafePointer(to: &id) { ids in
+                    withUnsafePointer(to: &length) { lengths in
+                        var request = securotp_fido_credentials(rp_id: rpID, credential_ids: ids, credential_id_lengths: lengths,
+                                                                credential_count: 1)
+                        return withUnsafePointer(to: &request) { body($0) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A C error text, bounded and escaped for syslog.
+    private static func text(_ buffer: [CChar]) -> String {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return TerminalText.escaped(TerminalText.bounded(String(decoding: bytes, as: UTF8.self), maxBytes: 255))
+    }
+}

@@ -1,0 +1,121 @@
+import SecurOTPCore
+
+/// FIDO credentials are rows of `tokens` with kind `fido` (docs/fido.md, "Storage"): the
+/// credential (`KH,PK,type,attributes`) sealed like a seed under the store key, so a public key
+/// or attribute changed in the database does not open; the last accepted signature counter in
+/// `counter`; the origin in `issuer`; `state` `cloned` once a counter did not increase. The
+/// passcode engine reads no `fido` row (TokenRecord(row:) knows no such kind).
+extension Store {
+    static let fidoKind = "fido"
+
+    /// Adds credentials for one user in one transaction: all or none. Refuses a key handle the
+    /// user already has and more than `maxTokens` tokens in all.
+    public func addFido(_ credentials: [FidoCredential], user: String, source: String, maxTokens: Int,
+                        now: Int64) throws(StoreError) -> [FidoCredential] {
+        try Self.validate(user: user)
+        guard !credentials.isEmpty else { throw StoreError(.invalidInput, "no FIDO credential to add") }
+        return try db.immediateTransaction { () throws(StoreError) -> [FidoCredential] in
+            let count = try db.prepare("SELECT count(*) FROM tokens WHERE user = ?")
+            defer { count.reset() }
+            try count.bind(.text(user))
+            let existing = try count.step() ? Int(count.integer(0)) : 0
+            guard existing + credentials.count <= maxTokens else {
+                throw StoreError(.limit, "\(user) has \(existing) tokens and \(credentials.count) more would pass the limit of \(maxTokens); delete some with: securotp delete \(user) SERIAL, or raise max_tokens in \(paths.config)")
+            }
+            var known = try fidoCredentials(user: user).map { $0.keyHandle }
+            var added: [FidoCredential] = []
+            for var credential in credentials {
+                guard !known.contains(credential.keyHandle) else {
+                    throw StoreError(.invalidInput, "\(user) already has this FIDO credential (same key handle); see: securotp fido export \(user)")
+                }
+                known.append(credential.keyHandle)
+                credential.serial = try freshFidoSerial()
+                credential.created = now
+                credential.source = source
+                credential.counter = 0
+                credential.cloned = false
+                let payload = SecretBytes(copying: Array(credential.u2fField.utf8))
+                let sealed = try SeedSealing.seal(payload, key: keys.dataKey, user: user, serial: credential.serial)
+                try db.prepare("""
+                    INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, issuer, created, source, suite)
+                    VALUES (?,?,?,?,0,0,0,?,?,?,?,?)
+                    """)
+                    .bind(.text(credential.serial), .text(user), .text(Self.fidoKind), .text(credential.type.rawValue), .blob(sealed),
+                          .text(credential.origin), .integer(now), .text(source), .text(credential.attributes))
+                    .run()
+                added.append(credential)
+            }
+            return added
+        }
+    }
+
+    private func freshFidoSerial() throws(StoreError) -> String {
+        for _ in 0..<16 {
+            guard let serial = TokenSerial.random() else { throw StoreError(.system, "no randomness available") }
+            let check = try db.prepare("SELECT 1 FROM tokens WHERE serial = ?")
+            defer { check.reset() }
+            try check.bind(.text(serial))
+            if try !check.step() { return serial }
+        }
+        throw StoreError(.system, "could not find a free serial number")
+    }
+
+    /// A user's FIDO credentials, active and cloned, oldest first. A row whose sealed
+    /// credential does not open (altered, moved, another key file) is left out: it can never
+    /// log anyone in.
+    public func fidoCredentials(user: String) throws(StoreError) -> [FidoCredential] {
+        let statement = try db.prepare("""
+            SELECT serial, counter, sealed_seed, issuer, state, created, last_used, source FROM tokens
+            WHERE user = ? AND kind = 'fido' ORDER BY created, serial
+            """)
+        defer { statement.reset() }
+        try statement.bind(.text(user))
+        var credentials: [FidoCredential] = []
+        while try statement.step() {
+            let serial = statement.text(0)
+            let counter = statement.integer(1)
+            guard (0...Int64(UInt32.max)).contains(counter),
+                  let payload = SeedSealing.open(statement.blob(2), key: keys.dataKey, user: user, serial: serial) else { continue }
+            let field = payload.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+            guard var credential = FidoCredential.parse(field: Substring(field), origin: statement.text(3)).credential else { continue }
+            credential.serial = serial
+            credential.counter = UInt32(counter)
+            credential.cloned = statement.text(4) != TokenRecord.active
+            credential.created = statement.integer(5)
+            credential.lastUsed = statement.integer(6)
+            credential.source = statement.text(7)
+            credentials.append(credential)
+        }
+        return credentials
+    }
+
+    /// The user has an active token other than a FIDO credential (a code to fall back on).
+    public func hasActivePasscodeTokens(user: String) throws(StoreError) -> Bool {
+        let statement = try db.prepare("SELECT 1 FROM tokens WHERE user = ? AND state = 'active' AND kind <> 'fido' LIMIT 1")
+        defer { statement.reset() }
+        try statement.bind(.text(user))
+        return try statement.step()
+    }
+
+    /// Records an accepted assertion: the counter moves from `from` (what the login read) to
+    /// `to`, once. False when another login changed the row first (or it was marked cloned):
+    /// of two logins racing with one key at most one is accepted, as with an HOTP counter.
+    public func acceptFidoCounter(user: String, serial: String, from: UInt32, to: UInt32, now: Int64) throws(StoreError) -> Bool {
+        try db.immediateTransaction { () throws(StoreError) -> Bool in
+            try db.prepare("""
+                UPDATE tokens SET counter = ?, last_used = ?
+                WHERE user = ? AND serial = ? AND kind = 'fido' AND state = 'active' AND counter = ?
+                """)
+                .bind(.integer(Int64(to)), .integer(now), .text(user), .text(serial), .integer(Int64(from)))
+                .run()
+            return db.changes == 1
+        }
+    }
+
+    /// Marks a credential whose counter went back: a cloned key. It is kept (listed, exported
+    /// never) but no login uses it again; `securotp delete USER SERIAL` removes it.
+    public func markFidoCloned(user: String, serial: String) throws(StoreError) {
+        try db.prepare("UPDATE tokens SET state = 'cloned' WHERE user = ? AND serial = ? AND kind = 'fido'")
+            .bind(.text(user), .text(serial)).run()
+    }
+}
