@@ -63,12 +63,12 @@ public struct DeviceConnection: Sendable {
         }
         let url = server + path
         var response = securotp_http_response()
-        let rc = url.withCString { url in
+        let rc = url.withCString { url in "POST".withCString { method in
             bearer.withUnsafeBytes { bearerBytes in
                 bearerBytes.withMemoryRebound(to: CChar.self) { bearerText in
                     withOptionalCString(caFile) { ca in
                         payload.withUnsafeBufferPointer { bytes in
-                            var request = securotp_http_request(method: "POST", url: url, bearer: credential == nil ? nil : bearerText.baseAddress,
+                            var request = securotp_http_request(method: method, url: url, bearer: credential == nil ? nil : bearerText.baseAddress,
                                                                 ca_file: ca, client_cert: nil, client_key: nil,
                                                                 body: bytes.baseAddress, body_length: bytes.count,
                                                                 timeout_ms: timeoutSeconds * 1000, max_response: Self.maxResponse)
@@ -77,7 +77,7 @@ public struct DeviceConnection: Sendable {
                     }
                 }
             }
-        }
+        } }
         defer { securotp_http_response_free(&response) }
         guard rc == 0 else {
             let reason = withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }

@@ -104,8 +104,9 @@ public struct PushDevice {
 
     /// The user's pending requests; `wait` > 0 long-polls (the validator answers as soon as one
     /// is pending, or after `wait` seconds with none).
-    public func pending(wait: Int = 0) throws(AuthenticatorError) -> [PendingPush] {
-        let answer = try connection.call("/v1/device/requests", ["wait": wait], credential: try store.deviceCredential(),
+    public func pending(wait: Int = 1) throws(AuthenticatorError) -> [PendingPush] {
+        // securotpd takes `wait` 1–30: a listing with nothing pending costs up to a second.
+        let answer = try connection.call("/v1/device/requests", ["wait": min(max(wait, 1), 30)], credential: try store.deviceCredential(),
                                          timeoutSeconds: wait + 15)
         guard let list = answer["requests"] as? [[String: Any]] else {
             throw AuthenticatorError(.unavailable, "unexpected answer from the validator at \(connection.server): no requests list")
