@@ -134,7 +134,7 @@ let package = Package(
         // The user's side: a software token in the user's home, like the mobile SDKs' apps.
         // The logic (its own sealed store, binding to user and machine, codes) is a library the
         // tests link; the executable holds only the command tree. Never linked by the module.
-        .target(name: "SecurOTPAuthenticator", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "SecurOTPImport", "SecurOTPStore"]),
+        .target(name: "SecurOTPAuthenticator", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "SecurOTPImport", "SecurOTPStore", "COpenSSLImport", "CHTTP"]),
         .executableTarget(
             name: "securotp-authenticator",
             dependencies: [

@@ -13,6 +13,8 @@ public struct AuthenticatorError: Error, Equatable, CustomStringConvertible {
         case invalidInput     // bad nickname, PIN or serial; token already present or expired
         case database         // SQLite failed
         case system           // an OS call failed
+        case unavailable      // the validator cannot be reached or answered nonsense
+        case refused          // the validator refused the device's credential or code
     }
 
     public let code: Code

@@ -30,6 +30,29 @@ enum AuthenticatorSchema {
             sealed_seed BLOB NOT NULL
         );
         """,
+        // 2: the push device registration (docs/push.md, "Enrolling a device"): one per store.
+        // The private key (PKCS#8 PEM) and the device credential are sealed like seeds; the PIN
+        // is only a SlowHash record.
+        """
+        CREATE TABLE device (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            device TEXT NOT NULL,
+            user TEXT NOT NULL,
+            server TEXT NOT NULL,
+            ca_file TEXT NOT NULL DEFAULT '',
+            public_key BLOB NOT NULL,
+            sealed_private_key BLOB NOT NULL,
+            sealed_credential BLOB NOT NULL,
+            counter INTEGER NOT NULL DEFAULT 0,
+            pin_required INTEGER NOT NULL,
+            pin_min_length INTEGER NOT NULL,
+            pin_max_length INTEGER NOT NULL,
+            pin_hash TEXT NOT NULL DEFAULT '',
+            pin_failures INTEGER NOT NULL DEFAULT 0,
+            blocked INTEGER NOT NULL DEFAULT 0,
+            created INTEGER NOT NULL
+        );
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

@@ -25,7 +25,8 @@ struct AuthenticatorCLI: ParsableCommand {
         """,
         version: SecurOTPVersion.string,
         subcommands: [Import.self, List.self, Code.self, Nickname.self, Delete.self, Reset.self,
-                      BindingIDCommand.self, VersionCommand.self]
+                      BindingIDCommand.self, Activate.self, Pending.self, Approve.self, Deny.self, Watch.self,
+                      Unlock.self, Remove.self, VersionCommand.self]
     )
 
     static func main() {
@@ -77,6 +78,8 @@ extension AuthenticatorError {
         case .missing: 66                    // EX_NOINPUT
         case .notFound: 67                   // EX_NOUSER: no such token (as in securotp)
         case .system: 71                     // EX_OSERR
+        case .unavailable: 69                // EX_UNAVAILABLE: the validator cannot be reached
+        case .refused: 77                    // EX_NOPERM: credential, activation or unlock code refused
         case .database: 74                   // EX_IOERR
         case .permissions, .otherDevice: 77  // EX_NOPERM
         }
