@@ -68,7 +68,7 @@ struct AdminRoutes {
     }
 
     private func addAccess(to group: RouterGroup<ValidatorRequestContext>) {
-        for kind in CredentialKind.allCases {
+        for kind in [CredentialKind.host, .admin] {
             let path = RouterPath(stringLiteral: kind == .host ? "hosts" : "admins")
             group.post(path) { request, context in
                 let body = try await request.decode(as: CredentialRequest.self, context: context)
