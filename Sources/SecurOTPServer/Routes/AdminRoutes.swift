@@ -4,10 +4,12 @@ import SecurOTPService
 /// What admins call: every `securotp` operation, plus hosts, admins and the audit log.
 struct AdminRoutes {
     let service: any TokenService
+    let push: PushRoutes
 
     func add(to group: RouterGroup<ValidatorRequestContext>) {
         addTokens(to: group)
         addAccess(to: group)
+        push.addAdmin(to: group)
     }
 
     private func addTokens(to group: RouterGroup<ValidatorRequestContext>) {

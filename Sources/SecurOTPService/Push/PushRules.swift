@@ -135,7 +135,7 @@ public enum PushRules {
 
     // MARK: the statement and its check
 
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         bytes.withUnsafeBufferPointer { input in out.withUnsafeMutableBufferPointer { securotp_sha256(input.baseAddress, input.count, $0.baseAddress) } }
         return out
