@@ -26,11 +26,10 @@ int securotp_pbkdf2(int algorithm, const uint8_t *password, size_t password_len,
    length (in_len - 8) or -1 when the integrity check fails. */
 long securotp_aes_key_unwrap(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, uint8_t *out);
 
-/* ECDSA P-256 with SHA-256 (ES256), for push approval (docs/push.md): the validator's own
-   check of a device's answer and `securotp device certify`. */
-
-/* Verifying is COpenSSL's securotp_es256_verify (SecurOTPCore's ApprovalAssertion), which
-   the PAM module links too. */
+/* ECDSA P-256 with SHA-256 (ES256) signing and keys, for push approval (docs/push.md):
+   `securotp device certify`, the authenticator's device key and test devices. Verifying is
+   COpenSSL's securotp_es256_verify (SecurOTPCore's ApprovalAssertion), which the PAM module
+   links too. */
 
 /* Signs `message` with a P-256 private key in PEM (PKCS#8 or SEC1). Writes the DER signature
    to `out` (at least 80 bytes) and returns its length, or -1 (not a P-256 key, no memory). */
@@ -41,7 +40,7 @@ long securotp_es256_sign_pem(const char *pem, size_t pem_len, const uint8_t *mes
    written to `out`, or -1. */
 long securotp_p256_spki_from_pem(const char *pem, size_t pem_len, int is_private, uint8_t *out, size_t out_capacity);
 
-/* A fresh P-256 key pair (tests): the private key as PEM (PKCS#8) into `pem_out`, the SPKI
+/* A fresh P-256 key pair (the authenticator's device key, test devices): the private key as PEM (PKCS#8) into `pem_out`, the SPKI
    DER into `spki_out`. Returns 1 on success. */
 int securotp_p256_generate(char *pem_out, size_t pem_capacity, uint8_t *spki_out, size_t spki_capacity, long *spki_len);
 #endif
