@@ -26,6 +26,10 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     /// The URL without its password, for status and logs.
     let location: String
     let logger: Logger
+    /// `push_limit` and the rest (DeviceService, PostgresTokenService+Push.swift).
+    public let pushPolicy: PushPolicy
+    /// The LISTEN connection of PushChangeFeed, once the server follows it.
+    let pushFeed = PushFeedTask()
     let lastTouch = CredentialUse()
     /// Nodes share the database, so a credential is read again after a second (CredentialCache).
     let credentialCache = CredentialCache()
@@ -35,7 +39,8 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     /// 2 runners 6,020/s, 4 runners 5,300/s).
     let verificationJobs = BatchQueue<VerificationJob>(maximumBatch: 32, maximumRunners: 2, key: \.call.user)
 
-    private init(client: PostgresClient, runner: Task<Void, Never>, settings: Settings, keys: KeyFile, location: String, logger: Logger) {
+    private init(client: PostgresClient, runner: Task<Void, Never>, settings: Settings, keys: KeyFile, location: String, logger: Logger,
+                 pushPolicy: PushPolicy) {
         self.client = client
         self.runner = runner
         self.settings = settings
@@ -43,18 +48,20 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
         engine = VerificationEngine(dataKey: keys.dataKey)
         self.location = location
         self.logger = logger
+        self.pushPolicy = pushPolicy
     }
 
     /// Connects to `url` (postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|require&sslrootcert=FILE]),
     /// migrates the schema, and loads the key file `settings.paths.keyFile`.
-    public static func connect(url: String, settings: Settings, logger: Logger) async throws(ServiceError) -> PostgresTokenService {
+    public static func connect(url: String, settings: Settings, logger: Logger,
+                               pushPolicy: PushPolicy = PushPolicy()) async throws(ServiceError) -> PostgresTokenService {
         let keys: KeyFile
         do throws(StoreError) { keys = try KeyFile.load(settings.paths.keyFile) } catch { throw ServiceError(error) }
         let configuration = try PostgresURL.configuration(url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await client.run() }
         let service = PostgresTokenService(client: client, runner: runner, settings: settings, keys: keys,
-                                           location: PostgresURL.redacted(url), logger: logger)
+                                           location: PostgresURL.redacted(url), logger: logger, pushPolicy: pushPolicy)
         do {
             try await PostgresSchema.migrate(client, logger: logger)
         } catch {
@@ -65,6 +72,7 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     }
 
     public func close() async {
+        await pushFeed.stop()
         runner.cancel()
         _ = await runner.value
     }

@@ -62,6 +62,8 @@ public func buildRouter(configuration: DaemonConfiguration, service: any TokenSe
 func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics,
                  waiters: PushWaiters? = nil) -> Router<ValidatorRequestContext> {
     let waiters = waiters ?? PushWaiters(capacity: configuration.maxPushWaiters)
+    // Nodes sharing a database end each other's waits (PushChangeFeed).
+    (service as? any PushChangeFeed)?.followPushChanges { key in await waiters.notify(key) }
     let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute)
     let router = Router(context: ValidatorRequestContext.self)
     router.add(middleware: AccessLog(metrics: metrics))

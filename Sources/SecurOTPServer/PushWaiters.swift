@@ -1,3 +1,5 @@
+import SecurOTPService
+
 /// Long-polls without a polling interval (docs/push.md): a waiting request holds a ticket under
 /// a key — `push:<id>` for a host waiting on its request, `user:<name>` for a user's devices
 /// waiting for new requests — and a state change on that key resumes it at once. A ticket is
@@ -15,8 +17,8 @@ public actor PushWaiters {
 
     public var count: Int { keyOfTicket.count }
 
-    static func request(_ id: String) -> String { "push:\(id)" }
-    static func user(_ name: String) -> String { "user:\(name)" }
+    static func request(_ id: String) -> String { PushChangeKeys.request(id) }
+    static func user(_ name: String) -> String { PushChangeKeys.user(name) }
 
     /// A ticket under `key`, or nil when `capacity` waits are in progress.
     public func register(_ key: String) -> Int? {

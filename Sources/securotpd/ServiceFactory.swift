@@ -8,7 +8,7 @@ import SecurOTPService
 enum ServiceFactory {
     static func open(_ settings: DaemonConfiguration, logger: Logger) async throws(ServiceError) -> any TokenService {
         if let url = settings.postgresURL {
-            return try await PostgresTokenService.connect(url: url, settings: settings.store, logger: logger)
+            return try await PostgresTokenService.connect(url: url, settings: settings.store, logger: logger, pushPolicy: settings.push)
         }
         // An existing store, migrated at start-up when older (securotpd is the admin's daemon: a
         // restart after an upgrade is enough), but never created here: a validator that made an

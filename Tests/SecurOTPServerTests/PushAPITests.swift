@@ -64,15 +64,23 @@ struct PushAPITests {
                                                   "remote_address": "192.0.2.7", "tty": "ssh", "command": ""], bearer: bearer ?? fixture.host)
     }
 
+    /// Runs `statement` on the fixture's store (SQLite or PostgreSQL); the first column of the first row, as text.
+    static func sql(_ fixture: ValidatorFixture, _ statement: String) throws -> String {
+        if let database = fixture.database { return try TestPostgres.value(statement, database: database).trimmingCharacters(in: .whitespacesAndNewlines) }
+        let database = try SQLiteDatabase(path: fixture.configuration.store.paths.database, create: false)
+        let prepared = try database.prepare(statement)
+        return try prepared.step() ? prepared.text(0) : ""
+    }
+
     static func pending(_ client: APIClient, _ device: TestDevice, wait: Int = 1) async throws -> [[String: Any]] {
         let answer = try await client.call(.post, "/v1/device/requests", ["wait": wait], bearer: device.credential)
         #expect(answer.status == 200, "\(answer.text)")
         return answer["requests"] as? [[String: Any]] ?? []
     }
 
-    @Test("Activation codes are single-use; an activated device approves once and the host gets the approval once")
-    func approvalOnce() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Activation codes are single-use; an activated device approves once and the host gets the approval once", arguments: Backend.allCases)
+    func approvalOnce(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let preflightBefore = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
             #expect(preflightBefore["push"] == nil, "no device, no push: \(preflightBefore.text)")
@@ -104,9 +112,9 @@ struct PushAPITests {
         }
     }
 
-    @Test("An activation code works once and not after it expired")
-    func activationCodes() async throws {
-        let fixture = try await ValidatorFixture.make { $0.push.activationLifetime = 60 }
+    @Test("An activation code works once and not after it expired", arguments: Backend.allCases)
+    func activationCodes(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.push.activationLifetime = 60 }
         try await fixture.withClient { client in
             let added = try await client.call(.post, "/v1/users/alice/devices", [:], bearer: fixture.admin)
             let code = try #require(added.string("activation_code"))
@@ -121,8 +129,7 @@ struct PushAPITests {
             // Expired: the row's expiry moved into the past.
             let stale = try await client.call(.post, "/v1/users/bob/devices", [:], bearer: fixture.admin)
             let staleCode = try #require(stale.string("activation_code"))
-            let database = try SQLiteDatabase(path: fixture.configuration.store.paths.database, create: false)
-            try database.execute("UPDATE devices SET activation_expires = 1 WHERE user = 'bob'")
+            _ = try Self.sql(fixture, #"UPDATE devices SET activation_expires = 1 WHERE "user" = 'bob'"#)
             let expired = try await client.call(.post, "/v1/devices/activate", ["activation_code": staleCode, "public_key": key])
             #expect(expired.status == 401, "\(expired.text)")
             let list = try await client.call(.get, "/v1/devices?user=bob", bearer: fixture.admin)
@@ -130,9 +137,9 @@ struct PushAPITests {
         }
     }
 
-    @Test("A device's answer wakes the host's long-poll at once")
-    func longPollWakes() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A device's answer wakes the host's long-poll at once", arguments: Backend.allCases)
+    func longPollWakes(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let device = try await Self.enrollDevice(client, fixture, "alice")
             let id = try #require(try await Self.open(client, fixture, "alice").string("id"))
@@ -142,10 +149,12 @@ struct PushAPITests {
             async let waited = client.call(.post, "/v1/push/wait", ["id": id, "wait": 20], bearer: fixture.host)
             try await Task.sleep(for: .milliseconds(300))
             _ = try await client.call(.post, "/v1/device/answer", body, bearer: device.credential)
+            let answered = Date()
             let answer = try await waited
             let elapsed = Date().timeIntervalSince(started)
             #expect(answer.string("state") == "consumed" && answer["approval"] != nil, "\(answer.text)")
-            #expect(elapsed < 5, "woke \(elapsed) s after the wait began, bound 20 s")
+            // Measured from the answer's commit: a loaded machine (PostgreSQL tests in parallel) slows the calls, not the wake-up.
+            #expect(Date().timeIntervalSince(answered) < 3, "woke \(elapsed) s after the wait began, bound 20 s")
             #expect(elapsed >= 0.3, "it waited for the answer")
 
             // A device's wait wakes when a request arrives.
@@ -166,9 +175,9 @@ struct PushAPITests {
         }
     }
 
-    @Test("One open request per user and host: a new one cancels the earlier")
-    func oneOpenRequest() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("One open request per user and host: a new one cancels the earlier", arguments: Backend.allCases)
+    func oneOpenRequest(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let device = try await Self.enrollDevice(client, fixture, "alice")
             let first = try #require(try await Self.open(client, fixture, "alice").string("id"))
@@ -183,9 +192,9 @@ struct PushAPITests {
         }
     }
 
-    @Test("Wrong numbers are counted on the user's row; the third fails the request")
-    func wrongNumbers() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Wrong numbers are counted on the user's row; the third fails the request", arguments: Backend.allCases)
+    func wrongNumbers(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let device = try await Self.enrollDevice(client, fixture, "alice")
             let id = try #require(try await Self.open(client, fixture, "alice").string("id"))
@@ -198,15 +207,13 @@ struct PushAPITests {
             #expect(state.string("state") == "failed")
             let right = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "492817"), bearer: device.credential)
             #expect(right.string("state") == "failed", "a failed request stays failed")
-            let failures = try SQLiteDatabase(path: fixture.configuration.store.paths.database, create: false)
-            let statement = try failures.prepare("SELECT failures FROM users WHERE name = 'alice'")
-            #expect(try statement.step() && statement.integer(0) == 3, "three failures on alice's row")
+            #expect(try Self.sql(fixture, "SELECT failures FROM users WHERE name = 'alice'") == "3", "three failures on alice's row")
         }
     }
 
-    @Test("A forged signature is refused, and a device cannot answer another user's request")
-    func foreignAndForged() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A forged signature is refused, and a device cannot answer another user's request", arguments: Backend.allCases)
+    func foreignAndForged(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let alice = try await Self.enrollDevice(client, fixture, "alice")
             var mallory = try await Self.enrollDevice(client, fixture, "mallory")
@@ -226,9 +233,9 @@ struct PushAPITests {
         }
     }
 
-    @Test("deny --fraud blocks pushes until an admin unblocks; push_limit caps requests since the last success")
-    func fraudAndLimit() async throws {
-        let fixture = try await ValidatorFixture.make { $0.push.limit = 3 }
+    @Test("deny --fraud blocks pushes until an admin unblocks; push_limit caps requests since the last success", arguments: Backend.allCases)
+    func fraudAndLimit(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.push.limit = 3 }
         try await fixture.withClient { client in
             let device = try await Self.enrollDevice(client, fixture, "alice")
             _ = try await Self.open(client, fixture, "alice")
@@ -250,9 +257,9 @@ struct PushAPITests {
         }
     }
 
-    @Test("A device removed by the admin, or by itself, authenticates no more; blocked devices answer nothing until unlocked")
-    func removeAndUnlock() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A device removed by the admin, or by itself, authenticates no more; blocked devices answer nothing until unlocked", arguments: Backend.allCases)
+    func removeAndUnlock(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
             let first = try await Self.enrollDevice(client, fixture, "alice")
             let second = try await Self.enrollDevice(client, fixture, "alice")
@@ -284,8 +291,8 @@ struct PushAPITests {
         }
     }
 
-    @Test("Device certificates made with a CA key verify for their user and device only")
-    func certificates() async throws {
+    @Test("Device certificates made with a CA key verify for their user and device only", arguments: Backend.allCases)
+    func certificates(_ backend: Backend) async throws {
         let ca = try #require(PushRules.generateKeyPair())
         let device = try TestDevice()
         let message = PushRules.certificateMessage(user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey)

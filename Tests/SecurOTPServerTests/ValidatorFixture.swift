@@ -50,7 +50,8 @@ struct ValidatorFixture {
             configuration.postgresURL = TestPostgres.url(database: name)
             var logger = Logger(label: "securotp-test")
             logger.logLevel = .critical
-            service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: configuration.store, logger: logger)
+            service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: configuration.store, logger: logger,
+                                                                   pushPolicy: configuration.push)
         }
         let admin = try await service.addCredential(kind: .admin, CredentialRequest(name: "root"), caller: .local("test")).credential
         let host = try await service.addCredential(kind: .host, CredentialRequest(name: "web1"), caller: .local("test")).credential

@@ -13,7 +13,7 @@ struct PushRoutes {
     static let waitRange = 1...30
 
     private func service() throws(ServiceError) -> any DeviceService {
-        guard let devices else { throw ServiceError(.notSupported, "push approval needs the SQLite store on this validator for now (docs/push.md)") }
+        guard let devices else { throw ServiceError(.notSupported, "push approval is not available with this store (docs/push.md)") }
         return devices
     }
 
@@ -173,7 +173,7 @@ struct DeviceAuthenticate: RouterMiddleware {
     let metrics: ValidatorMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard let devices else { throw ServiceError(.notSupported, "push approval needs the SQLite store on this validator for now (docs/push.md)") }
+        guard let devices else { throw ServiceError(.notSupported, "push approval is not available with this store (docs/push.md)") }
         guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
             metrics.authenticationFailures.increment()
             throw ServiceError(.unauthorized, "send the device credential as Authorization: Bearer <credential>")

@@ -10,17 +10,17 @@ public enum PushRules {
     // MARK: ids and codes
 
     /// `dv` + 16 lowercase hex digits; the hex part is also the id of the device's credential.
-    static func newDeviceID() throws(ServiceError) -> String { "dv" + (try randomHex(8)) }
+    public static func newDeviceID() throws(ServiceError) -> String { "dv" + (try randomHex(8)) }
     /// `pr` + 32 lowercase hex digits.
-    static func newRequestID() throws(ServiceError) -> String { "pr" + (try randomHex(16)) }
+    public static func newRequestID() throws(ServiceError) -> String { "pr" + (try randomHex(16)) }
 
-    static func randomHex(_ count: Int) throws(ServiceError) -> String {
+    public static func randomHex(_ count: Int) throws(ServiceError) -> String {
         guard let bytes = SecretBytes.random(count: count) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
         return bytes.withUnsafeBytes { Hex.encode($0) }
     }
 
-    static func isDeviceID(_ id: String) -> Bool { id.utf8.count == 18 && id.hasPrefix("dv") && isLowerHex(id.utf8.dropFirst(2)) }
-    static func isRequestID(_ id: String) -> Bool { id.utf8.count == 34 && id.hasPrefix("pr") && isLowerHex(id.utf8.dropFirst(2)) }
+    public static func isDeviceID(_ id: String) -> Bool { id.utf8.count == 18 && id.hasPrefix("dv") && isLowerHex(id.utf8.dropFirst(2)) }
+    public static func isRequestID(_ id: String) -> Bool { id.utf8.count == 34 && id.hasPrefix("pr") && isLowerHex(id.utf8.dropFirst(2)) }
 
     private static func isLowerHex(_ bytes: some Sequence<UInt8>) -> Bool {
         bytes.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
@@ -29,7 +29,7 @@ public enum PushRules {
     static let crockford = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
 
     /// 16 characters of Crockford base32 (80 bits) in groups of four: `ABCD-EFGH-JKMN-PQRS`.
-    static func newCode() throws(ServiceError) -> String {
+    public static func newCode() throws(ServiceError) -> String {
         guard let random = SecretBytes.random(count: 16) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
         // 16 bytes, 5 bits of each: every character uniform.
         let characters = random.withUnsafeBytes { bytes in bytes.map { crockford[Int($0 & 31)] } }
@@ -43,7 +43,7 @@ public enum PushRules {
 
     /// The code as typed: case, dashes and spaces ignored, I/L read as 1 and O as 0 (Crockford);
     /// nil unless 16 characters of the alphabet.
-    static func normalizedCode(_ text: String) -> [UInt8]? {
+    public static func normalizedCode(_ text: String) -> [UInt8]? {
         guard text.utf8.count <= 64 else { return nil }
         var out: [UInt8] = []
         for byte in text.utf8 where byte != 45 && byte != 32 {
@@ -58,21 +58,21 @@ public enum PushRules {
 
     /// What is stored of an activation or unlock code: HMAC-SHA256 under a domain key of its own
     /// (80 random bits, single-use, minutes long: no slow hash needed).
-    static func codeHash(_ normalized: [UInt8]) -> [UInt8] {
+    public static func codeHash(_ normalized: [UInt8]) -> [UInt8] {
         HMAC.authenticate(.sha256, key: SecretBytes(copying: Array("securotp-device-code-v1".utf8)), message: normalized)
     }
 
     // MARK: device credentials
 
     /// `sotp_d_<16 hex>_<64 hex>`: the 16 hex digits are the device id's, so the id finds the row.
-    static func newCredential(deviceID: String) throws(ServiceError) -> Credential {
+    public static func newCredential(deviceID: String) throws(ServiceError) -> Credential {
         guard let secret = SecretBytes.random(count: 32) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
         return Credential(kind: .device, id: String(deviceID.dropFirst(2)), secret: secret.withUnsafeBytes { Array($0) })
     }
 
     // MARK: input bounds
 
-    static func number(_ text: String) throws(ServiceError) -> String {
+    public static func number(_ text: String) throws(ServiceError) -> String {
         guard text.utf8.count == 6, text.utf8.allSatisfy({ (48...57).contains($0) }) else {
             throw ServiceError(.invalidInput, "number must be six decimal digits")
         }
@@ -80,7 +80,7 @@ public enum PushRules {
     }
 
     /// 32 bytes, base64url without padding (43 characters).
-    static func nonce(_ text: String) throws(ServiceError) -> String {
+    public static func nonce(_ text: String) throws(ServiceError) -> String {
         guard text.utf8.count == 43, let bytes = base64URLDecode(text), bytes.count == 32 else {
             throw ServiceError(.invalidInput, "nonce must be 32 bytes in base64url without padding")
         }
@@ -88,13 +88,13 @@ public enum PushRules {
     }
 
     /// Login context shown on the device: bounded, valid UTF-8 (the device escapes it for display).
-    static func context(_ text: String?, _ field: String, maxBytes: Int = 256) throws(ServiceError) -> String {
+    public static func context(_ text: String?, _ field: String, maxBytes: Int = 256) throws(ServiceError) -> String {
         let text = text ?? ""
         guard text.utf8.count <= maxBytes else { throw ServiceError(.invalidInput, "\(field) longer than \(maxBytes) bytes") }
         return text
     }
 
-    static func aaid(_ text: String?) throws(ServiceError) -> String {
+    public static func aaid(_ text: String?) throws(ServiceError) -> String {
         let text = text ?? "FFFF#0001"
         let bytes = Array(text.utf8)
         let hex: (UInt8) -> Bool = { (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) }
@@ -104,7 +104,7 @@ public enum PushRules {
         return text
     }
 
-    static func deviceName(_ text: String?) throws(ServiceError) -> String {
+    public static func deviceName(_ text: String?) throws(ServiceError) -> String {
         let text = text ?? ""
         guard text.utf8.count <= 64, !text.unicodeScalars.contains(where: { $0.value < 32 || $0.value == 127 }) else {
             throw ServiceError(.invalidInput, "device name: at most 64 bytes, no control characters")
@@ -112,7 +112,7 @@ public enum PushRules {
         return text
     }
 
-    static func binary(_ text: String?, _ field: String, maxBytes: Int) throws(ServiceError) -> [UInt8] {
+    public static func binary(_ text: String?, _ field: String, maxBytes: Int) throws(ServiceError) -> [UInt8] {
         guard let text, text.utf8.count <= (maxBytes * 4 + 2) / 3 + 4, let bytes = base64URLDecode(text), !bytes.isEmpty, bytes.count <= maxBytes else {
             throw ServiceError(.invalidInput, "\(field) must be base64url of at most \(maxBytes) bytes")
         }
@@ -190,7 +190,7 @@ public enum PushRules {
 
     /// Whether `spki` is a P-256 public key as the hosts' verifier reads it; the point itself
     /// is checked by each signature verification (SPKI DER, docs/push.md).
-    static func isP256PublicKey(_ spki: [UInt8]) -> Bool {
+    public static func isP256PublicKey(_ spki: [UInt8]) -> Bool {
         spki.count == Int(SECUROTP_P256_SPKI_LENGTH) && Array(spki.prefix(p256SPKIPrefix.count)) == p256SPKIPrefix
     }
 

@@ -250,12 +250,7 @@ extension LocalTokenService: DeviceService {
     /// `deny` as a wrong passcode does (Lockout, docs/design.md "Where lockout is decided").
     static func countFailure(_ store: Store, user: String, policy: VerifyPolicy, now: Int64) throws(StoreError) {
         let read = try store.userState(user)
-        // A lock that ran out starts the count again; the write still expects the row it read.
-        let base = read.lockedUntil != 0 && !read.isLocked(at: now) ? UserState.clear : read
-        let failures = Lockout.oneMore(base.failures)
-        let until = read.isLocked(at: now) ? read.lockedUntil
-            : Lockout.lockedUntil(failures: failures, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
-        try store.apply([.setFailures(key: user, expected: read, to: UserState(failures: failures, lockedUntil: until), at: now)])
+        try store.apply([.setFailures(key: user, expected: read, to: PushRules.oneMoreFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now), at: now)])
     }
 
     public func blockDevice(caller: Caller) async throws(ServiceError) {
@@ -380,12 +375,7 @@ extension LocalTokenService: DeviceService {
                                                      detail: "the approving device is gone or blocked", time: now))
                         return PushStatus(id: row.id, state: "failed", expires: row.expires)
                     }
-                    let approval = PushApproval(device: device.id, aaid: device.aaid, publicKey: PushRules.base64URLEncode(device.publicKey),
-                                                certificate: device.certificate.isEmpty ? nil : device.certificate,
-                                                authenticatorData: PushRules.base64URLEncode(row.authenticatorData),
-                                                clientDataJson: PushRules.base64URLEncode(row.clientDataJSON),
-                                                signature: PushRules.base64URLEncode(row.signature))
-                    return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: approval)
+                    return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device))
                 default:
                     return PushStatus(id: row.id, state: row.state, expires: row.expires)
                 }

@@ -7,60 +7,8 @@ import SecurOTPStore
 struct PushTables {
     let db: SQLiteDatabase
 
-    struct DeviceRow: Sendable {
-        var id: String
-        var user: String
-        var name: String
-        var aaid: String
-        var state: String
-        var activationExpires: Int64
-        var publicKey: [UInt8]
-        var certificate: String
-        var credentialHash: [UInt8]
-        var signCounter: Int64
-        var userVerification: Bool
-        var unlockHash: [UInt8]
-        var unlockExpires: Int64
-        var created: Int64
-        var lastUsed: Int64
-
-        var info: DeviceInfo {
-            DeviceInfo(device: id, user: user, name: name, aaid: aaid, state: state,
-                       publicKey: publicKey.isEmpty ? nil : PushRules.base64URLEncode(publicKey), certified: !certificate.isEmpty,
-                       userVerification: userVerification, created: created, lastUsed: lastUsed)
-        }
-    }
-
-    struct RequestRow: Sendable {
-        var id: String
-        var user: String
-        var host: String
-        var service: String
-        var remoteAddress: String
-        var tty: String
-        var command: String
-        var nonce: String
-        var number: String
-        var created: Int64
-        var expires: Int64
-        var state: String
-        var wrongNumbers: Int
-        var device: String
-        var authenticatorData: [UInt8]
-        var clientDataJSON: [UInt8]
-        var signature: [UInt8]
-        var result: String
-
-        var forDevice: DevicePushRequest {
-            DevicePushRequest(id: id, user: user, host: host, service: service, remoteAddress: remoteAddress, tty: tty, command: command,
-                              nonce: nonce, expires: expires)
-        }
-
-        func statement(device: String) -> [UInt8] {
-            PushRules.statement(id: id, user: user, host: host, service: service, remoteAddress: remoteAddress, tty: tty, command: command,
-                                nonce: nonce, number: number, expires: expires, device: device)
-        }
-    }
+    typealias DeviceRow = PushDeviceRow
+    typealias RequestRow = PushRequestRow
 
     // MARK: devices
 

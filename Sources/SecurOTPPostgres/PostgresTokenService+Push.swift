@@ -1,0 +1,584 @@
+import Foundation
+import PostgresNIO
+import SecurOTPCore
+import SecurOTPService
+import SecurOTPStore
+
+/// Push approval on PostgreSQL (docs/push.md), behaving as the SQLite store's
+/// (LocalTokenService+Push.swift) with the rules of SecurOTPService/Push. Nodes share the
+/// database, so every change of a request's state is one conditional statement
+/// (`UPDATE … WHERE state = 'pending' … RETURNING`): whichever node runs it first wins, and an
+/// approval is handed out once. Each state change also sends `NOTIFY securotp_push` with the key
+/// of the waits it ends, delivered at commit to every node (PushChangeFeed).
+extension PostgresTokenService: DeviceService, PushChangeFeed {
+    static let unknownDevice = "no such device for this user; see: securotp device list"
+    static let pushChannel = "securotp_push"
+
+    static let deviceColumns = """
+        id, "user", name, aaid, state, activation_expires, public_key, certificate, credential_hash, sign_counter, user_verification, \
+        unlock_hash, unlock_expires, created, last_used
+        """
+    static let requestColumns = """
+        id, "user", host, service, remote_address, tty, command, nonce, number, created, expires, state, wrong_numbers, device, \
+        authenticator_data, client_data_json, signature, result
+        """
+
+    static func deviceRow(_ row: PostgresRow) throws -> PushDeviceRow {
+        var c = row.makeIterator()
+        return PushDeviceRow(id: try next(&c), user: try next(&c), name: try next(&c), aaid: try next(&c), state: try next(&c),
+                             activationExpires: try next(&c), publicKey: bytes(try next(&c)), certificate: try next(&c),
+                             credentialHash: bytes(try next(&c)), signCounter: try next(&c), userVerification: try next(&c),
+                             unlockHash: bytes(try next(&c)), unlockExpires: try next(&c), created: try next(&c), lastUsed: try next(&c))
+    }
+
+    static func requestRow(_ row: PostgresRow) throws -> PushRequestRow {
+        var c = row.makeIterator()
+        return PushRequestRow(id: try next(&c), user: try next(&c), host: try next(&c), service: try next(&c), remoteAddress: try next(&c),
+                              tty: try next(&c), command: try next(&c), nonce: try next(&c), number: try next(&c), created: try next(&c),
+                              expires: try next(&c), state: try next(&c), wrongNumbers: Int(clamping: try next(&c) as Int64), device: try next(&c),
+                              authenticatorData: bytes(try next(&c)), clientDataJSON: bytes(try next(&c)), signature: bytes(try next(&c)),
+                              result: try next(&c))
+    }
+
+    // MARK: reads and conditional writes
+
+    func device(id: String, _ connection: PostgresConnection) async throws -> PushDeviceRow? {
+        for try await row in try await connection.query("SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE id = \(id)", logger: logger) {
+            return try Self.deviceRow(row)
+        }
+        return nil
+    }
+
+    func pushRequest(id: String, _ connection: PostgresConnection) async throws -> PushRequestRow? {
+        for try await row in try await connection.query("SELECT \(unescaped: Self.requestColumns) FROM push_requests WHERE id = \(id)", logger: logger) {
+            return try Self.requestRow(row)
+        }
+        return nil
+    }
+
+    /// Whether `statement` (ending in `RETURNING 1`) changed a row.
+    func changed(_ statement: PostgresQuery, _ connection: PostgresConnection) async throws -> Bool {
+        var count = 0
+        for try await _ in try await connection.query(statement, logger: logger) { count += 1 }
+        return count > 0
+    }
+
+    /// Moves a request from `from` to `to`; false when another call (on any node) moved it first.
+    func transition(_ id: String, from: String, to: String, _ connection: PostgresConnection) async throws -> Bool {
+        try await changed("UPDATE push_requests SET state = \(to) WHERE id = \(id) AND state = \(from) RETURNING 1", connection)
+    }
+
+    /// Ends the waits on `keys` on every node once this transaction commits.
+    func notify(_ keys: [String], _ connection: PostgresConnection) async throws {
+        for key in keys { try await connection.query("SELECT pg_notify(\(Self.pushChannel), \(key))", logger: logger) }
+    }
+
+    static func requestKey(_ id: String) -> String { PushChangeKeys.request(id) }
+    static func userKey(_ user: String) -> String { PushChangeKeys.user(user) }
+
+    func pushUser(_ user: String, _ connection: PostgresConnection) async throws -> (blocked: Bool, sinceSuccess: Int) {
+        for try await (blocked, since) in try await connection.query(
+            "SELECT blocked, since_success FROM push_users WHERE \"user\" = \(user)", logger: logger).decode((Bool, Int64).self) {
+            return (blocked, Int(clamping: since))
+        }
+        return (false, 0)
+    }
+
+    func hasActiveDevice(_ user: String, _ connection: PostgresConnection) async throws -> Bool {
+        try await changed("SELECT 1 FROM devices WHERE \"user\" = \(user) AND state = 'active' LIMIT 1", connection)
+    }
+
+    /// One failure on the user's row (PushRules.oneMoreFailure), under the user's lock.
+    func countPushFailure(user: String, now: Int64, _ connection: PostgresConnection) async throws {
+        try await lock(user, connection)
+        let read = try await failures(user, connection)
+        let policy = settings.policy
+        try await apply([.setFailures(key: user, expected: read, to: PushRules.oneMoreFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now),
+                                      at: now)], connection)
+    }
+
+    // MARK: admins
+
+    public func addDevice(user: String, _ request: DeviceAddRequest, caller: Caller) async throws(ServiceError) -> DeviceAdded {
+        let user = try RequestRules.user(user)
+        let name = try PushRules.deviceName(request.name)
+        let id = try PushRules.newDeviceID()
+        let code = try PushRules.newCode()
+        guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "activation code malformed") }
+        let now = Self.now()
+        let expires = now + pushPolicy.activationLifetime
+        try await transaction("adding a device") { connection in
+            try await connection.query("""
+                INSERT INTO devices (id, "user", name, state, activation_hash, activation_expires, created)
+                VALUES (\(id), \(user), \(name), 'pending', \(Self.bytea(PushRules.codeHash(normalized))), \(expires), \(now))
+                """, logger: self.logger)
+            try await self.append(AuditEntry(caller, "device add", user: user, serial: id, result: "ok", detail: name, time: now), connection)
+        }
+        return DeviceAdded(device: id, user: user, activationCode: code, expires: expires)
+    }
+
+    public func devices(user: String?, caller: Caller) async throws(ServiceError) -> DeviceList {
+        if let user { _ = try RequestRules.user(user) }
+        return try await run("listing devices") { connection in
+            let rows = if let user {
+                try await connection.query("SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE \"user\" = \(user) ORDER BY created, id", logger: self.logger)
+            } else {
+                try await connection.query("SELECT \(unescaped: Self.deviceColumns) FROM devices ORDER BY \"user\", created, id", logger: self.logger)
+            }
+            var devices: [DeviceInfo] = []
+            for try await row in rows { devices.append(try Self.deviceRow(row).info) }
+            return DeviceList(devices: devices)
+        }
+    }
+
+    public func removeDevice(user: String, device: String, caller: Caller) async throws(ServiceError) {
+        let user = try RequestRules.user(user)
+        try await transaction("removing a device") { connection in
+            guard try await self.changed("DELETE FROM devices WHERE id = \(device) AND \"user\" = \(user) RETURNING 1", connection) else {
+                throw ServiceError(.notFound, Self.unknownDevice)
+            }
+            try await self.append(AuditEntry(caller, "device remove", user: user, serial: device, result: "ok", detail: "", time: Self.now()), connection)
+        }
+    }
+
+    public func unlockCode(user: String, device: String, caller: Caller) async throws(ServiceError) -> DeviceUnlockCode {
+        let user = try RequestRules.user(user)
+        let code = try PushRules.newCode()
+        guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "unlock code malformed") }
+        let now = Self.now()
+        let expires = now + pushPolicy.activationLifetime
+        try await transaction("issuing an unlock code") { connection in
+            guard let row = try await self.device(id: device, connection), row.user == user else { throw ServiceError(.notFound, Self.unknownDevice) }
+            guard row.state != "pending" else {
+                throw ServiceError(.invalidInput, "device \(device) was never activated; give the user its activation code, or add it again")
+            }
+            try await connection.query("""
+                UPDATE devices SET unlock_hash = \(Self.bytea(PushRules.codeHash(normalized))), unlock_expires = \(expires) WHERE id = \(device)
+                """, logger: self.logger)
+            try await self.append(AuditEntry(caller, "device unlock-code", user: user, serial: device, result: "ok", detail: "", time: now), connection)
+        }
+        return DeviceUnlockCode(unlockCode: code, expires: expires)
+    }
+
+    public func setCertificate(user: String, device: String, _ request: DeviceCertificateRequest, caller: Caller) async throws(ServiceError) {
+        let user = try RequestRules.user(user)
+        guard !request.certificate.isEmpty, request.certificate.utf8.count <= 256,
+              let signature = PushRules.base64URLDecode(request.certificate), (8...80).contains(signature.count) else {
+            throw ServiceError(.invalidInput, "certificate must be a base64 DER ECDSA signature (securotp device certify)")
+        }
+        try await transaction("storing a device certificate") { connection in
+            guard let row = try await self.device(id: device, connection), row.user == user else { throw ServiceError(.notFound, Self.unknownDevice) }
+            guard !row.publicKey.isEmpty else { throw ServiceError(.invalidInput, "device \(device) has no key yet: certify it after activation") }
+            try await connection.query("UPDATE devices SET certificate = \(request.certificate) WHERE id = \(device)", logger: self.logger)
+            try await self.append(AuditEntry(caller, "device certify", user: user, serial: device, result: "ok", detail: "", time: Self.now()), connection)
+        }
+    }
+
+    public func unblockPush(user: String, caller: Caller) async throws(ServiceError) -> PushUnblocked {
+        let user = try RequestRules.user(user)
+        return try await transaction("clearing a push block") { connection in
+            var was = false
+            for try await blocked in try await connection.query(
+                "DELETE FROM push_users WHERE \"user\" = \(user) RETURNING blocked", logger: self.logger).decode(Bool.self) { was = blocked }
+            try await self.append(AuditEntry(caller, "push unblock", user: user, serial: "", result: "ok",
+                                             detail: was ? "was blocked" : "was not blocked", time: Self.now()), connection)
+            return PushUnblocked(wasBlocked: was)
+        }
+    }
+
+    // MARK: devices
+
+    public func activateDevice(_ request: DeviceActivationRequest, address: String) async throws(ServiceError) -> DeviceActivated {
+        let refused = ServiceError(.unauthorized, "unknown, used or expired activation code; ask your admin for a new one (securotp device add)")
+        guard let normalized = PushRules.normalizedCode(request.activationCode) else { throw refused }
+        let publicKey = try PushRules.binary(request.publicKey, "public_key", maxBytes: 512)
+        guard PushRules.isP256PublicKey(publicKey) else { throw ServiceError(.invalidInput, "public_key must be a P-256 SubjectPublicKeyInfo (DER)") }
+        let aaid = try PushRules.aaid(request.aaid)
+        let name = try PushRules.deviceName(request.name)
+        let policy = pushPolicy
+        let pinPolicy = DevicePINPolicy(required: policy.pinRequired, minLength: policy.pinMinLength, maxLength: policy.pinMaxLength)
+        // The taken code commits even when it has expired (single use); only then is the refusal thrown.
+        let outcome = try await transaction("activating a device") { connection -> Result<DeviceActivated, ServiceError> in
+            let now = Self.now()
+            var taken: PushDeviceRow?
+            for try await row in try await connection.query("""
+                UPDATE devices SET activation_hash = NULL WHERE activation_hash = \(Self.bytea(PushRules.codeHash(normalized))) AND state = 'pending'
+                RETURNING \(unescaped: Self.deviceColumns)
+                """, logger: self.logger) { taken = try Self.deviceRow(row) }
+            guard let row = taken else {
+                try await self.append(AuditEntry(time: now, actorKind: "device", actor: "", address: address, action: "device activate",
+                                                 user: "", serial: "", result: "denied", detail: "unknown or used activation code"), connection)
+                return .failure(refused)
+            }
+            guard row.activationExpires > now else {
+                try await self.append(AuditEntry(time: now, actorKind: "device", actor: row.id, address: address, action: "device activate",
+                                                 user: row.user, serial: row.id, result: "denied", detail: "activation code expired"), connection)
+                return .failure(refused)
+            }
+            let deviceCredential = try PushRules.newCredential(deviceID: row.id)
+            guard try await self.changed("""
+                UPDATE devices SET state = 'active', name = \(name.isEmpty ? row.name : name), aaid = \(aaid), public_key = \(Self.bytea(publicKey)),
+                    credential_hash = \(Self.bytea(deviceCredential.secretHash)), user_verification = \(request.userVerification ?? false)
+                WHERE id = \(row.id) AND state = 'pending' RETURNING 1
+                """, connection) else { throw ServiceError(.database, "device \(row.id) changed during activation; try again") }
+            try await self.append(AuditEntry(time: now, actorKind: "device", actor: row.id, address: address, action: "device activate",
+                                             user: row.user, serial: row.id, result: "ok", detail: aaid), connection)
+            return .success(DeviceActivated(device: row.id, user: row.user, credential: deviceCredential.text, pinPolicy: pinPolicy))
+        }
+        return try outcome.get()
+    }
+
+    public func authenticateDevice(credential text: String, address: String) async throws(ServiceError) -> Caller {
+        guard let credential = Credential(text: text), credential.kind == .device else { throw AccessRules.refused }
+        let id = "dv" + credential.id
+        let row = try await run("authenticating a device") { connection in try await self.device(id: id, connection) }
+        // Blocked devices still authenticate (to unlock or deregister); each route checks the state it needs.
+        guard let row, row.state != "pending", credential.matches(storedHash: row.credentialHash) else { throw AccessRules.refused }
+        return Caller(kind: .device, name: row.id, address: address, users: [row.user])
+    }
+
+    /// The calling device's row, which must be active (a blocked device answers nothing).
+    func activeDevice(_ caller: Caller, _ connection: PostgresConnection) async throws -> PushDeviceRow {
+        guard caller.kind == .device, let row = try await device(id: caller.name, connection), row.user == caller.users.first else {
+            throw ServiceError(.notFound, "this device is no longer registered; activate it again")
+        }
+        guard row.state == "active" else {
+            throw ServiceError(.invalidInput, "this device is \(row.state); unlock it with the code from: securotp device unlock-code")
+        }
+        return row
+    }
+
+    public func pendingPushes(caller: Caller) async throws(ServiceError) -> DevicePushList {
+        try await run("listing push requests") { connection in
+            let device = try await self.activeDevice(caller, connection)
+            var requests: [DevicePushRequest] = []
+            for try await row in try await connection.query("""
+                SELECT \(unescaped: Self.requestColumns) FROM push_requests
+                WHERE "user" = \(device.user) AND state = 'pending' AND expires > \(Self.now()) ORDER BY created, id
+                """, logger: self.logger) { requests.append(try Self.requestRow(row).forDevice) }
+            return DevicePushList(requests: requests)
+        }
+    }
+
+    public func answerPush(_ request: DeviceAnswerRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse {
+        guard ["approve", "deny", "fraud"].contains(request.decision) else {
+            throw ServiceError(.invalidInput, "decision must be approve, deny or fraud")
+        }
+        var approval: (authenticatorData: [UInt8], clientDataJSON: [UInt8], signature: [UInt8], number: String)?
+        if request.decision == "approve" {
+            approval = (try PushRules.binary(request.authenticatorData, "authenticator_data", maxBytes: 37),
+                        try PushRules.binary(request.clientDataJson, "client_data_json", maxBytes: 1024),
+                        try PushRules.binary(request.signature, "signature", maxBytes: 80),
+                        try PushRules.number(request.number ?? ""))
+        }
+        let requireUV = pushPolicy.pinRequired
+        let answer = approval
+        let outcome = try await transaction("answering a push request") { connection -> Result<DeviceStateResponse, ServiceError> in
+            let now = Self.now()
+            let device = try await self.activeDevice(caller, connection)
+            // Another user's request, or an unknown one: one answer for both.
+            guard PushRules.isRequestID(request.id), let row = try await self.pushRequest(id: request.id, connection), row.user == device.user else {
+                try await self.append(AuditEntry(caller, "push answer", user: device.user, serial: request.id, result: "denied",
+                                                 detail: "no such request for this user", time: now), connection)
+                return .failure(ServiceError(.notFound, "no pending push request \(TerminalText.quoted(request.id)) for this user"))
+            }
+            func audit(_ result: String, _ detail: String) async throws {
+                try await self.append(AuditEntry(caller, "push \(request.decision)", user: row.user, serial: row.id, result: result,
+                                                 detail: "host \(row.host); \(detail)", time: now), connection)
+            }
+            // Whatever this answer changes ends the host's wait and the user's devices' waits, on every node.
+            try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
+            guard row.state == "pending" else { return .success(DeviceStateResponse(state: row.state, reason: "the request is no longer pending")) }
+            guard row.expires > now else {
+                _ = try await self.transition(row.id, from: "pending", to: "expired", connection)
+                return .success(DeviceStateResponse(state: "expired", reason: "the request expired"))
+            }
+            switch request.decision {
+            case "deny", "fraud":
+                guard try await self.transition(row.id, from: "pending", to: "denied", connection) else {
+                    return .success(DeviceStateResponse(state: "denied"))
+                }
+                try await self.countPushFailure(user: row.user, now: now, connection)
+                if request.decision == "fraud" {
+                    try await connection.query("""
+                        INSERT INTO push_users ("user", blocked) VALUES (\(row.user), true) ON CONFLICT ("user") DO UPDATE SET blocked = true
+                        """, logger: self.logger)
+                    try await audit("fraud", "user reported the login as not theirs; pushes blocked until: securotp device unblock-push \(row.user)")
+                } else {
+                    try await audit("denied", "device \(device.id)")
+                }
+                return .success(DeviceStateResponse(state: "denied"))
+            default:
+                guard let answer else { throw ServiceError(.invalidInput, "approve needs the signed answer") }
+                guard ConstantTime.equal(Array(answer.number.utf8), Array(row.number.utf8)) else {
+                    var count = row.wrongNumbers
+                    for try await value in try await connection.query(
+                        "UPDATE push_requests SET wrong_numbers = wrong_numbers + 1 WHERE id = \(row.id) AND state = 'pending' RETURNING wrong_numbers",
+                        logger: self.logger).decode(Int64.self) { count = Int(clamping: value) }
+                    try await self.countPushFailure(user: row.user, now: now, connection)
+                    if count >= PushPolicy.wrongNumbersToFail, try await self.transition(row.id, from: "pending", to: "failed", connection) {
+                        try await audit("failed", "wrong number \(count) times")
+                        return .success(DeviceStateResponse(state: "failed", reason: "wrong number"))
+                    }
+                    try await audit("reject", "wrong number (\(count) of \(PushPolicy.wrongNumbersToFail))")
+                    return .success(DeviceStateResponse(state: "pending", reason: "wrong number"))
+                }
+                let check = PushRules.checkApproval(statement: row.statement(device: device.id), publicKey: device.publicKey,
+                                                    authenticatorData: answer.authenticatorData, clientDataJSON: answer.clientDataJSON,
+                                                    signature: answer.signature, requireUserVerification: requireUV)
+                switch check {
+                case .refused(let reason):
+                    try await self.countPushFailure(user: row.user, now: now, connection)
+                    _ = try await self.transition(row.id, from: "pending", to: "failed", connection)
+                    try await audit("reject", reason)
+                    return .success(DeviceStateResponse(state: "failed", reason: reason))
+                case .verified(let counter, _):
+                    // The counter moves forward in the same statement that checks it (0: the device keeps none).
+                    guard try await self.changed("""
+                        UPDATE devices SET sign_counter = GREATEST(sign_counter, \(Int64(counter))), last_used = \(now)
+                        WHERE id = \(device.id) AND (\(Int64(counter)) = 0 OR sign_counter < \(Int64(counter))) RETURNING 1
+                        """, connection) else {
+                        try await self.countPushFailure(user: row.user, now: now, connection)
+                        _ = try await self.transition(row.id, from: "pending", to: "failed", connection)
+                        try await audit("reject", "signature counter did not advance (cloned device?)")
+                        return .success(DeviceStateResponse(state: "failed", reason: "signature counter did not advance"))
+                    }
+                    guard try await self.changed("""
+                        UPDATE push_requests SET state = 'approved', device = \(device.id), authenticator_data = \(Self.bytea(answer.authenticatorData)),
+                            client_data_json = \(Self.bytea(answer.clientDataJSON)), signature = \(Self.bytea(answer.signature))
+                        WHERE id = \(row.id) AND state = 'pending' RETURNING 1
+                        """, connection) else {
+                        return .success(DeviceStateResponse(state: try await self.pushRequest(id: row.id, connection)?.state ?? "failed"))
+                    }
+                    try await audit("ok", "device \(device.id)")
+                    return .success(DeviceStateResponse(state: "approved"))
+                }
+            }
+        }
+        return try outcome.get()
+    }
+
+    public func blockDevice(caller: Caller) async throws(ServiceError) {
+        try await transaction("blocking a device") { connection in
+            guard caller.kind == .device, let row = try await self.device(id: caller.name, connection) else { throw ServiceError(.notFound, "no such device") }
+            try await connection.query("UPDATE devices SET state = 'blocked' WHERE id = \(row.id) AND state = 'active'", logger: self.logger)
+            try await self.append(AuditEntry(caller, "device blocked", user: row.user, serial: row.id, result: "ok",
+                                             detail: "the device blocked itself (wrong PINs)", time: Self.now()), connection)
+        }
+    }
+
+    public func unlockDevice(_ request: DeviceUnlockRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse {
+        let refused = ServiceError(.invalidInput, "unknown, used or expired unlock code; ask your admin for a new one (securotp device unlock-code)")
+        let normalized = PushRules.normalizedCode(request.unlockCode)
+        let outcome = try await transaction("unlocking a device") { connection -> Result<DeviceStateResponse, ServiceError> in
+            let now = Self.now()
+            guard caller.kind == .device, let row = try await self.device(id: caller.name, connection) else { throw ServiceError(.notFound, "no such device") }
+            guard row.state == "blocked" else { return .success(DeviceStateResponse(state: row.state)) }
+            if let normalized, row.unlockExpires > now, try await self.changed("""
+                UPDATE devices SET state = 'active', unlock_hash = NULL, unlock_expires = 0
+                WHERE id = \(row.id) AND state = 'blocked' AND unlock_hash = \(Self.bytea(PushRules.codeHash(normalized))) RETURNING 1
+                """, connection) {
+                try await self.append(AuditEntry(caller, "device unlock", user: row.user, serial: row.id, result: "ok", detail: "", time: now), connection)
+                return .success(DeviceStateResponse(state: "active"))
+            }
+            // A wrong or expired code spends the one that was issued (single use, no guessing).
+            try await connection.query("UPDATE devices SET unlock_hash = NULL, unlock_expires = 0 WHERE id = \(row.id)", logger: self.logger)
+            try await self.append(AuditEntry(caller, "device unlock", user: row.user, serial: row.id, result: "denied",
+                                             detail: "wrong or expired unlock code", time: now), connection)
+            return .failure(refused)
+        }
+        return try outcome.get()
+    }
+
+    public func deregisterDevice(caller: Caller) async throws(ServiceError) {
+        try await transaction("removing a device") { connection in
+            guard caller.kind == .device, let user = caller.users.first,
+                  try await self.changed("DELETE FROM devices WHERE id = \(caller.name) AND \"user\" = \(user) RETURNING 1", connection) else {
+                throw ServiceError(.notFound, "no such device")
+            }
+            try await self.append(AuditEntry(caller, "device remove", user: user, serial: caller.name, result: "ok", detail: "from the device",
+                                             time: Self.now()), connection)
+        }
+    }
+
+    // MARK: hosts
+
+    public func pushAvailable(user: String) async throws(ServiceError) -> Bool {
+        let user = try RequestRules.user(user)
+        return try await run("checking push approval") { connection in
+            guard try await self.hasActiveDevice(user, connection) else { return false }
+            return try await !self.pushUser(user, connection).blocked
+        }
+    }
+
+    public func openPush(_ request: PushOpenRequest, caller: Caller) async throws(ServiceError) -> PushOpened {
+        let user = try RequestRules.user(request.user)
+        let nonce = try PushRules.nonce(request.nonce)
+        let number = try PushRules.number(request.number)
+        let service = try PushRules.context(request.service, "service", maxBytes: 64)
+        let remote = try PushRules.context(request.remoteAddress, "remote_address", maxBytes: 256)
+        let tty = try PushRules.context(request.tty, "tty", maxBytes: 64)
+        let command = try PushRules.context(request.command, "command", maxBytes: 1024)
+        let id = try PushRules.newRequestID()
+        let policy = pushPolicy
+        let outcome = try await transaction("opening a push request") { connection -> Result<PushOpened, ServiceError> in
+            let now = Self.now()
+            func refuse(_ reason: String, _ message: String) async throws -> Result<PushOpened, ServiceError> {
+                try await self.append(AuditEntry(caller, "push", user: user, serial: "", result: "denied", detail: reason, time: now), connection)
+                return .failure(ServiceError(.conflict, message))
+            }
+            guard try await self.hasActiveDevice(user, connection) else { return try await refuse("no active device", "\(user) has no active device for push approval") }
+            // The limit counts across nodes: one open at a time per user.
+            try await self.lock(user, connection)
+            let state = try await self.pushUser(user, connection)
+            if state.blocked {
+                return try await refuse("pushes blocked (deny --fraud)",
+                                        "push approval is blocked for \(user) after a fraud report; an admin clears it: securotp device unblock-push \(user)")
+            }
+            if policy.limit > 0, state.sinceSuccess >= policy.limit {
+                return try await refuse("push_limit \(policy.limit) reached",
+                                        "too many push requests for \(user) since the last successful one (push_limit \(policy.limit)); use a passcode")
+            }
+            if try await self.failures(user, connection).isLocked(at: now) { return try await refuse("user locked", "\(user) is locked after repeated failures") }
+            var cancelled: [String] = []
+            for try await previous in try await connection.query("""
+                UPDATE push_requests SET state = 'cancelled' WHERE "user" = \(user) AND host = \(caller.name) AND state = 'pending' RETURNING id
+                """, logger: self.logger).decode(String.self) { cancelled.append(previous) }
+            // Requests are kept a day for the record (the audit log keeps what happened).
+            try await connection.query("DELETE FROM push_requests WHERE expires < \(now - 86_400)", logger: self.logger)
+            let expires = now + policy.requestLifetime
+            try await connection.query("""
+                INSERT INTO push_requests (id, "user", host, service, remote_address, tty, command, nonce, number, created, expires, state)
+                VALUES (\(id), \(user), \(caller.name), \(service), \(remote), \(tty), \(command), \(nonce), \(number), \(now), \(expires), 'pending')
+                """, logger: self.logger)
+            try await connection.query("""
+                INSERT INTO push_users ("user", since_success) VALUES (\(user), 1)
+                ON CONFLICT ("user") DO UPDATE SET since_success = push_users.since_success + 1
+                """, logger: self.logger)
+            try await self.append(AuditEntry(caller, "push", user: user, serial: id, result: "ok",
+                                             detail: "service \(service)" + (cancelled.isEmpty ? "" : "; cancelled the host's earlier request"), time: now),
+                                  connection)
+            try await self.notify([Self.userKey(user)] + cancelled.map(Self.requestKey), connection)
+            return .success(PushOpened(id: id, expires: expires))
+        }
+        return try outcome.get()
+    }
+
+    /// The host's own request, or `not_found` (unknown and other hosts' ids alike).
+    func hostRequest(_ id: String, caller: Caller, _ connection: PostgresConnection) async throws -> PushRequestRow {
+        guard PushRules.isRequestID(id), let row = try await pushRequest(id: id, connection), row.host == caller.name else {
+            throw ServiceError(.notFound, "no push request \(TerminalText.quoted(id)) from this host")
+        }
+        return row
+    }
+
+    public func pushStatus(id: String, caller: Caller) async throws(ServiceError) -> PushStatus {
+        try await transaction("reading a push request") { connection in
+            let now = Self.now()
+            let row = try await self.hostRequest(id, caller: caller, connection)
+            switch row.state {
+            case "pending" where row.expires <= now:
+                _ = try await self.transition(row.id, from: "pending", to: "expired", connection)
+                return PushStatus(id: row.id, state: "expired", expires: row.expires)
+            case "approved":
+                // Handed out once, by whichever node's call moves it to consumed.
+                guard try await self.transition(row.id, from: "approved", to: "consumed", connection) else {
+                    return PushStatus(id: row.id, state: "consumed", expires: row.expires)
+                }
+                guard let device = try await self.device(id: row.device, connection), device.user == row.user, device.state == "active" else {
+                    try await self.append(AuditEntry(caller, "push wait", user: row.user, serial: row.id, result: "reject",
+                                                     detail: "the approving device is gone or blocked", time: now), connection)
+                    return PushStatus(id: row.id, state: "failed", expires: row.expires)
+                }
+                return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device))
+            default:
+                return PushStatus(id: row.id, state: row.state, expires: row.expires)
+            }
+        }
+    }
+
+    public func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError) {
+        let reason = TerminalText.bounded(TerminalText.escaped(request.reason ?? ""), maxBytes: 200)
+        try await transaction("recording a push result") { connection in
+            let now = Self.now()
+            let row = try await self.hostRequest(request.id, caller: caller, connection)
+            guard try await self.changed("""
+                UPDATE push_requests SET result = \(request.accepted ? "accepted" : "refused")
+                WHERE id = \(row.id) AND host = \(caller.name) AND state = 'consumed' AND result = '' RETURNING 1
+                """, connection) else {
+                throw ServiceError(.invalidInput, "push request \(row.id) has no approval awaiting a result (state \(row.state))")
+            }
+            if request.accepted {
+                try await connection.query("UPDATE push_users SET since_success = 0 WHERE \"user\" = \(row.user)", logger: self.logger)
+                try await self.lock(row.user, connection)
+                let state = try await self.failures(row.user, connection)
+                if state != .clear { try await self.apply([.clearFailures(key: row.user, expected: state)], connection) }
+                try await self.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: "accept", detail: "device \(row.device)",
+                                                 time: now), connection)
+            } else {
+                try await self.countPushFailure(user: row.user, now: now, connection)
+                try await self.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: "reject",
+                                                 detail: "the host refused the approval: \(reason)", time: now), connection)
+            }
+            try await self.notify([Self.requestKey(row.id)], connection)
+        }
+    }
+
+    public func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus {
+        try await transaction("cancelling a push request") { connection in
+            let row = try await self.hostRequest(request.id, caller: caller, connection)
+            guard try await self.transition(row.id, from: "pending", to: "cancelled", connection) else {
+                return PushStatus(id: row.id, state: row.state, expires: row.expires)
+            }
+            try await self.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: Self.now()), connection)
+            try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
+            return PushStatus(id: row.id, state: "cancelled", expires: row.expires)
+        }
+    }
+
+    // MARK: the change feed
+
+    /// One connection per node LISTENs on `securotp_push` for as long as the service runs, and
+    /// hands each payload (a waiter key) to `handler`. No polling: a lost connection is opened
+    /// again after a second, and a wait whose notification was lost ends at its own bound and
+    /// reads the state again.
+    public func followPushChanges(_ handler: @escaping @Sendable (String) async -> Void) {
+        pushFeed.start { [client, logger] in
+            while !Task.isCancelled {
+                do {
+                    try await client.withConnection { connection in
+                        try await connection.listen(on: Self.pushChannel) { notifications in
+                            for try await notification in notifications { await handler(notification.payload) }
+                        }
+                    }
+                } catch {
+                    if Task.isCancelled { return }
+                    logger.warning("push notifications: listening failed; listening again in a second", metadata: ["error": "\(error)"])
+                }
+                try? await Task.sleep(for: .seconds(1))
+            }
+        }
+    }
+}
+
+/// The listening task of PushChangeFeed: one at a time, cancelled when the service closes.
+final class PushFeedTask: @unchecked Sendable {
+    private let lock = NSLock()
+    private var task: Task<Void, Never>?
+
+    func start(_ body: @escaping @Sendable () async -> Void) {
+        lock.withLock {
+            task?.cancel()
+            task = Task { await body() }
+        }
+    }
+
+    func stop() async {
+        let running = lock.withLock { () -> Task<Void, Never>? in
+            defer { task = nil }
+            return task
+        }
+        running?.cancel()
+        _ = await running?.value
+    }
+}
