@@ -459,7 +459,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                                              detail: "service \(service)" + (cancelled.isEmpty ? "" : "; cancelled the host's earlier request"), time: now),
                                   connection)
             try await self.notify([Self.userKey(user)] + cancelled.map(Self.requestKey), connection)
-            return .success(PushOpened(id: id, expires: expires))
+            return .success(PushOpened(id: id, expires: expires, host: caller.name))
         }
         return try outcome.get()
     }
