@@ -119,48 +119,26 @@ public enum PushRules {
         return bytes
     }
 
-    // MARK: base64url
+    // MARK: base64url, the statement: SecurOTPCore/Push's, which hosts and devices use too
 
-    public static func base64URLEncode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
+    public static func base64URLEncode(_ bytes: [UInt8]) -> String { Base64.encode(bytes, .url) }
 
-    /// Accepts base64url with or without padding (and plain base64).
-    public static func base64URLDecode(_ text: String) -> [UInt8]? {
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while standard.utf8.count % 4 != 0 { standard += "=" }
-        return Data(base64Encoded: standard).map { Array($0) }
-    }
+    /// base64url without padding, as the API sends binary fields; plain padded base64 too
+    /// (certificates are written in it).
+    public static func base64URLDecode(_ text: String) -> [UInt8]? { Base64.decode(text, .url) ?? Base64.decode(text, .standard) }
 
-    // MARK: the statement and its check
-
-    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: 32)
-        bytes.withUnsafeBufferPointer { input in out.withUnsafeMutableBufferPointer { securotp_sha256(input.baseAddress, input.count, $0.baseAddress) } }
-        return out
-    }
-
-    private static func field(_ text: String, into out: inout [UInt8]) {
-        let bytes = Array(text.utf8)
-        let length = UInt32(truncatingIfNeeded: bytes.count)
-        out += [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
-        out += bytes
-    }
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] { PushStatement.sha256(bytes) }
 
     /// docs/push.md, "The signed statement".
     public static func statement(id: String, user: String, host: String, service: String, remoteAddress: String, tty: String, command: String,
                                  nonce: String, number: String, expires: Int64, device: String) -> [UInt8] {
-        var out = Array("securotp-push-v1".utf8)
-        for value in [id, user, host, service, remoteAddress, tty, command, nonce, number, String(expires), device] { field(value, into: &out) }
-        return out
+        PushStatement(id: id, user: user, host: host, service: service, remoteAddress: remoteAddress, tty: tty, command: command,
+                      nonce: nonce, number: number, expires: String(expires), device: device).bytes
     }
 
     /// docs/push.md, "Device certificates": what the admin's CA key signs.
     public static func certificateMessage(user: String, device: String, publicKey spki: [UInt8]) -> [UInt8] {
-        var out = Array("securotp-device-cert-v1".utf8)
-        for value in [user, device, Data(spki).base64EncodedString()] { field(value, into: &out) }
-        return out
+        DeviceCertificate.statement(user: user, device: device, publicKey: spki)
     }
 
     public enum ApprovalCheck: Equatable, Sendable {
