@@ -14,7 +14,7 @@ build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4 libf
 softfido=(libfido2-dev libssl-dev)
 # fido2-tools, pamu2fcfg, libpam-u2f: Debian's FIDO tools and pam_u2f.so as independent parties
 # against the soft key and the module (docs/fido.md).
-test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml postgresql postgresql-client openssl curl strace sqlite3)
+test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3)
 demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs
