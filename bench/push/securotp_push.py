@@ -29,8 +29,9 @@ returned the approval; t_done = the host verified it and the result report was a
          securotpd's RSS (/proc/PID/status) before and with them, its CPU over 10 s while they
          wait (/proc/PID/stat), then L measured logins one at a time while they keep waiting.
   pam    P logins through the real libpam and pam_securotp (pam-check): the prompt carries the
-         number, pam-check answers it with an empty line, the device approves; t_done = the
-         moment pam-check prints its result (pam_authenticate returned).
+         number, pam-check answers it with an empty line (the module then waits for the
+         approval), the harness types the number into the device, which approves; t_done = the
+         moment pam-check prints its result (pam_authenticate returned; stdout line-buffered).
 """
 
 import argparse
@@ -442,34 +443,31 @@ def cpu_seconds(pid):
 
 
 async def pam_logins(bench, device, args):
-    """Logins through libpam: pam-check answers the push prompt with an empty line, after handing
-    the prompt (with its number) to this process in a file. Returns None (after printing why on
-    stdout as a result line) when the module does not offer push."""
-    prompt_file = os.path.join(args.out, "pam-prompt.txt")
-    # The "!command" answer: pass the prompt on, answer empty (approve, then just Enter).
-    responder = f"!printf '%s\\n' \"$PAM_CHECK_PROMPT\" > {prompt_file}.tmp && mv {prompt_file}.tmp {prompt_file}; echo"
+    """Logins through libpam: pam-check answers the push prompt with an empty line (approve on
+    the device, then just Enter) and prints the prompt, from which the user (this harness) reads
+    the number to type into the device. Returns None, after printing a result line saying why,
+    when the module does not offer push."""
     results = []
     loop = asyncio.get_running_loop()
     for i in range(WARMUP_PAM + args.pam_logins):
-        if os.path.exists(prompt_file):
-            os.unlink(prompt_file)
         answered = loop.create_future()
         device.answered = answered
         proc = await asyncio.create_subprocess_exec(
-            "stdbuf", "-oL", args.pam_check, "--confdir", args.pam_confdir, args.pam_service, args.pam_user,
-            responder, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
-        output = loop.create_task(proc.stdout.readline())
-        while not os.path.exists(prompt_file) and not output.done():
-            await asyncio.sleep(0.001)
-        prompt = open(prompt_file).read() if os.path.exists(prompt_file) else ""
-        words = [w.strip(",:.") for w in prompt.split()]
+            "stdbuf", "-oL", args.pam_check, "--confdir", args.pam_confdir, args.pam_service, args.pam_user, "",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        lines = []
+        line = await proc.stdout.readline()
+        while line and not line.startswith(b"prompt"):
+            lines.append(line.decode(errors="replace").rstrip())
+            line = await proc.stdout.readline()
+        lines.append(line.decode(errors="replace").rstrip())
+        words = [w.strip(",:.") for w in line.decode(errors="replace").split()]
         digits = [w for w in words if w.isdigit() and len(w) == 6]
         if len(digits) != 1:
-            proc.kill()
             rest = (await proc.stdout.read()).decode(errors="replace")
-            first = output.result().decode(errors="replace") if output.done() else ""
+            await proc.wait()
             print(f"securotp_push: the module offered no push prompt with a number; pam-check said: "
-                  f"{(first + rest).strip()[:400]!r}", file=sys.stderr)
+                  f"{(' | '.join(lines) + rest).strip()[:400]!r}", file=sys.stderr)
             print(f"peer={args.peer} phase=pam missing=no-push-prompt", flush=True)
             return None
         number = digits[0]
@@ -484,8 +482,8 @@ async def pam_logins(bench, device, args):
             proc.kill()
             fail(f"expected one request on the device for the PAM login, have {len(pending)}")
         device.numbers[pending[0]].set_result(number)
-        lines, t_done = [], None
-        line = await output
+        t_done = None
+        line = await proc.stdout.readline()
         while line:
             lines.append(line.decode(errors="replace").rstrip())
             if line.startswith(b"result:"):
