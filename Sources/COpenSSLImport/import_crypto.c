@@ -1,6 +1,12 @@
 #include "COpenSSLImport.h"
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/obj_mac.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>
+#include <openssl/x509.h>
+#include <string.h>
 
 static const EVP_CIPHER *aes_cipher(size_t key_len, int wrap) {
     switch (key_len) {
@@ -65,4 +71,95 @@ long securotp_aes_key_unwrap(const uint8_t *kek, size_t kek_len, const uint8_t *
     EVP_CIPHER_CTX_free(ctx);
     if (result < 0) OPENSSL_cleanse(out, in_len);
     return result;
+}
+
+/* ES256 (docs/push.md). Keys are checked to be P-256: a device's SPKI comes from outside. */
+static int is_p256(EVP_PKEY *key) {
+    if (key == NULL || EVP_PKEY_base_id(key) != EVP_PKEY_EC) return 0;
+    char group[64];
+    size_t length = 0;
+    if (EVP_PKEY_get_utf8_string_param(key, "group", group, sizeof group, &length) != 1) return 0;
+    return strcmp(group, "prime256v1") == 0;
+}
+
+int securotp_es256_verify(const uint8_t *spki, size_t spki_len, const uint8_t *message, size_t message_len,
+                          const uint8_t *signature, size_t signature_len) {
+    if (spki_len > 1024 || signature_len > 256) return -1;
+    const unsigned char *cursor = spki;
+    EVP_PKEY *key = d2i_PUBKEY(NULL, &cursor, (long)spki_len);
+    if (key == NULL || cursor != spki + spki_len || !is_p256(key)) {
+        EVP_PKEY_free(key);
+        return -1;
+    }
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    int result = 0;
+    if (ctx != NULL && EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, key) == 1 &&
+        EVP_DigestVerify(ctx, signature, signature_len, message, message_len) == 1)
+        result = 1;
+    EVP_MD_CTX_free(ctx);
+    EVP_PKEY_free(key);
+    return result;
+}
+
+static EVP_PKEY *read_pem(const char *pem, size_t pem_len, int is_private) {
+    if (pem_len > 65536) return NULL;
+    BIO *bio = BIO_new_mem_buf(pem, (int)pem_len);
+    if (bio == NULL) return NULL;
+    EVP_PKEY *key = is_private ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL);
+    BIO_free(bio);
+    if (key != NULL && !is_p256(key)) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
+    return key;
+}
+
+long securotp_es256_sign_pem(const char *pem, size_t pem_len, const uint8_t *message, size_t message_len,
+                             uint8_t *out, size_t out_capacity) {
+    EVP_PKEY *key = read_pem(pem, pem_len, 1);
+    if (key == NULL) return -1;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    long result = -1;
+    size_t length = out_capacity;
+    if (ctx != NULL && EVP_DigestSignInit(ctx, NULL, EVP_sha256(), NULL, key) == 1 &&
+        EVP_DigestSign(ctx, out, &length, message, message_len) == 1)
+        result = (long)length;
+    EVP_MD_CTX_free(ctx);
+    EVP_PKEY_free(key);
+    return result;
+}
+
+long securotp_p256_spki_from_pem(const char *pem, size_t pem_len, int is_private, uint8_t *out, size_t out_capacity) {
+    EVP_PKEY *key = read_pem(pem, pem_len, is_private);
+    if (key == NULL) return -1;
+    int length = i2d_PUBKEY(key, NULL);
+    long result = -1;
+    if (length > 0 && (size_t)length <= out_capacity) {
+        unsigned char *cursor = out;
+        result = i2d_PUBKEY(key, &cursor);
+    }
+    EVP_PKEY_free(key);
+    return result;
+}
+
+int securotp_p256_generate(char *pem_out, size_t pem_capacity, uint8_t *spki_out, size_t spki_capacity, long *spki_len) {
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    if (key == NULL) return 0;
+    int ok = 0;
+    BIO *bio = BIO_new(BIO_s_mem());
+    if (bio != NULL && PEM_write_bio_PKCS8PrivateKey(bio, key, NULL, NULL, 0, NULL, NULL) == 1) {
+        char *data = NULL;
+        long length = BIO_get_mem_data(bio, &data);
+        int spki = i2d_PUBKEY(key, NULL);
+        if (length > 0 && (size_t)length < pem_capacity && spki > 0 && (size_t)spki <= spki_capacity) {
+            memcpy(pem_out, data, (size_t)length);
+            pem_out[length] = 0;
+            unsigned char *cursor = spki_out;
+            *spki_len = i2d_PUBKEY(key, &cursor);
+            ok = 1;
+        }
+    }
+    BIO_free(bio);
+    EVP_PKEY_free(key);
+    return ok;
 }

@@ -104,6 +104,56 @@ enum PostgresSchema {
         [PostgresWrites.function],
         // 3: several verifications' writes per call, committed before it answers (PostgresWrites.swift).
         [PostgresWrites.committedProcedure],
+        // 4: push approval, as the SQLite store's schema 5 (docs/push.md).
+        statements("""
+        CREATE TABLE devices (
+            id TEXT PRIMARY KEY,
+            "user" TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            aaid TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'pending',
+            activation_hash BYTEA,
+            activation_expires BIGINT NOT NULL DEFAULT 0,
+            public_key BYTEA,
+            certificate TEXT NOT NULL DEFAULT '',
+            credential_hash BYTEA,
+            sign_counter BIGINT NOT NULL DEFAULT 0,
+            user_verification BOOLEAN NOT NULL DEFAULT false,
+            unlock_hash BYTEA,
+            unlock_expires BIGINT NOT NULL DEFAULT 0,
+            created BIGINT NOT NULL,
+            last_used BIGINT NOT NULL DEFAULT 0
+        );
+        CREATE INDEX devices_by_user ON devices ("user");
+        CREATE UNIQUE INDEX devices_by_activation ON devices (activation_hash) WHERE activation_hash IS NOT NULL;
+        CREATE TABLE push_requests (
+            id TEXT PRIMARY KEY,
+            "user" TEXT NOT NULL,
+            host TEXT NOT NULL,
+            service TEXT NOT NULL DEFAULT '',
+            remote_address TEXT NOT NULL DEFAULT '',
+            tty TEXT NOT NULL DEFAULT '',
+            command TEXT NOT NULL DEFAULT '',
+            nonce TEXT NOT NULL,
+            number TEXT NOT NULL,
+            created BIGINT NOT NULL,
+            expires BIGINT NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending',
+            wrong_numbers BIGINT NOT NULL DEFAULT 0,
+            device TEXT NOT NULL DEFAULT '',
+            authenticator_data BYTEA,
+            client_data_json BYTEA,
+            signature BYTEA,
+            result TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX push_requests_by_user ON push_requests ("user", state);
+        CREATE INDEX push_requests_by_expiry ON push_requests (expires);
+        CREATE TABLE push_users (
+            "user" TEXT PRIMARY KEY,
+            blocked BOOLEAN NOT NULL DEFAULT false,
+            since_success BIGINT NOT NULL DEFAULT 0
+        );
+        """),
     ]
 
     private static func statements(_ script: String) -> [String] {

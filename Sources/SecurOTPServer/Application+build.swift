@@ -59,16 +59,22 @@ public func buildRouter(configuration: DaemonConfiguration, service: any TokenSe
     buildRouter(configuration: configuration, service: service, metrics: ValidatorMetrics())
 }
 
-func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics) -> Router<ValidatorRequestContext> {
+func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics,
+                 waiters: PushWaiters? = nil) -> Router<ValidatorRequestContext> {
+    let waiters = waiters ?? PushWaiters(capacity: configuration.maxPushWaiters)
     let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute)
     let router = Router(context: ValidatorRequestContext.self)
     router.add(middleware: AccessLog(metrics: metrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
     SystemRoutes(service: service).add(to: router)
-    HostRoutes(service: service, limits: limits, metrics: metrics)
+    let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters)
+    HostRoutes(service: service, limits: limits, metrics: metrics, push: push)
         .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
-    AdminRoutes(service: service)
+    AdminRoutes(service: service, push: push)
         .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .admin, limits: limits, metrics: metrics)))
+    push.addActivation(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)))
+    push.addDevice(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host))
+        .add(middleware: DeviceAuthenticate(devices: service as? any DeviceService, metrics: metrics)))
     return router
 }
 

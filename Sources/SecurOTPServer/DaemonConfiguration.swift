@@ -49,6 +49,11 @@ public struct DaemonConfiguration: Sendable {
     public var metricsListen: Listen? = Self.defaultMetricsListen
     public static let defaultMetricsListen = Listen.tcp(host: "127.0.0.1", port: 8444)
     public var auditRetentionDays = 365
+    /// Push approval (docs/push.md): `push_limit`, `push_lifetime`, `activation_lifetime`,
+    /// `device_pin`, `device_pin_min`, `device_pin_max`.
+    public var push = PushPolicy()
+    /// `push_waiters`: long-polls (hosts' and devices') held at once at most.
+    public var maxPushWaiters = 10_000
     public var logLevel = "info"
 
     public init() {}
@@ -57,7 +62,9 @@ public struct DaemonConfiguration: Sendable {
     static let storeKeys: Set<String> = ["key_file", "window", "hotp_lookahead", "resync_window", "next_code_after", "deny",
                                          "unlock_time", "max_tokens"]
     public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
-                                        "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level"] + storeKeys.sorted()
+                                        "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level",
+                                        "push_limit", "push_lifetime", "activation_lifetime", "device_pin", "device_pin_min", "device_pin_max",
+                                        "push_waiters"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
@@ -105,6 +112,18 @@ public struct DaemonConfiguration: Sendable {
                 metricsListen = parsed
             }
         case "audit_retention_days": auditRetentionDays = try integer(0...36_500)
+        case "push_limit": push.limit = try integer(0...1000)
+        case "push_lifetime": push.requestLifetime = Int64(try integer(10...600))
+        case "activation_lifetime": push.activationLifetime = Int64(try integer(60...604_800))
+        case "device_pin":
+            switch value.lowercased() {
+            case "yes", "true", "on", "1", "required": push.pinRequired = true
+            case "no", "false", "off", "0", "optional": push.pinRequired = false
+            default: throw fail("expected yes or no")
+            }
+        case "device_pin_min": push.pinMinLength = try integer(4...64)
+        case "device_pin_max": push.pinMaxLength = try integer(4...64)
+        case "push_waiters": maxPushWaiters = try integer(1...1_000_000)
         case "log_level":
             guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(value) else {
                 throw fail("expected trace, debug, info, notice, warning, error or critical")
@@ -157,6 +176,9 @@ public struct DaemonConfiguration: Sendable {
         }
         if metrics, let metricsListen, metricsListen == listen, !Self.picksPort(listen) {
             throw ServiceError(.config, "metrics_listen = \(metricsListen) is the API's listen address; give metrics a listener of its own (default \(Self.defaultMetricsListen)) or set metrics_listen = no")
+        }
+        if push.pinMinLength > push.pinMaxLength {
+            throw ServiceError(.config, "device_pin_min (\(push.pinMinLength)) is above device_pin_max (\(push.pinMaxLength))")
         }
         if tlsClientCA != nil, !usesTLS { throw ServiceError(.config, "tls_client_ca needs TLS (tls_cert and tls_key)") }
         if let tlsKey {

@@ -5,6 +5,8 @@ public struct Caller: Sendable, Equatable {
         case host
         /// An administrator managing tokens and access (`securotp --server`).
         case admin
+        /// A push-approval device (docs/push.md): `name` is its id, `users` its one user.
+        case device
         /// `securotp` run as root against a store on this machine: no credential involved.
         case local
     }

@@ -1,7 +1,7 @@
 import SecurOTPCore
 import SecurOTPStore
 
-/// Bearer credentials for hosts and admins: `sotp_<h|a>_<id: 16 hex>_<secret: 64 hex>`.
+/// Bearer credentials for hosts, admins and push devices: `sotp_<h|a|d>_<id: 16 hex>_<secret: 64 hex>`.
 /// The id finds the row; only a hash of the 256-bit secret is stored. A secret with full
 /// entropy needs no slow hash: HMAC-SHA256 under a fixed domain key, compared in constant time.
 public struct Credential: Sendable, Equatable {
@@ -21,7 +21,7 @@ public struct Credential: Sendable, Equatable {
     public init?(text: String) {
         let parts = text.split(separator: "_", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == Self.prefix,
-              let kind: CredentialKind = parts[1] == "h" ? .host : parts[1] == "a" ? .admin : nil,
+              let kind: CredentialKind = parts[1] == "h" ? .host : parts[1] == "a" ? .admin : parts[1] == "d" ? .device : nil,
               parts[2].utf8.count == 16, parts[3].utf8.count == 64,
               let id = Hex.decode(String(parts[2])), id.count == 8,
               let secret = Hex.decode(String(parts[3])), secret.count == 32,
@@ -36,7 +36,7 @@ public struct Credential: Sendable, Equatable {
     }
 
     public var text: String {
-        "\(Self.prefix)_\(kind == .host ? "h" : "a")_\(id)_\(Hex.encode(secret))"
+        "\(Self.prefix)_\(kind == .host ? "h" : kind == .admin ? "a" : "d")_\(id)_\(Hex.encode(secret))"
     }
 
     /// What the store keeps.

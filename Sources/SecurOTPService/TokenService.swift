@@ -59,5 +59,7 @@ public protocol TokenService: Sendable {
 }
 
 public enum CredentialKind: String, Sendable, Codable, CaseIterable {
-    case host, admin
+    /// `device`: a push-approval device's credential (`sotp_d_…`), kept with the device
+    /// (DeviceService), never in the credentials table.
+    case host, admin, device
 }

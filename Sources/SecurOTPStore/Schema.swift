@@ -102,6 +102,58 @@ enum Schema {
             PRIMARY KEY (host, serial)
         ) WITHOUT ROWID;
         """,
+        // 5: push approval (docs/push.md): users' devices (public keys, hashes of their one-time
+        // codes and credentials), push requests with their approvals, and per-user push state
+        // (blocked by `deny --fraud`, requests since the last success for `push_limit`).
+        """
+        CREATE TABLE devices (
+            id TEXT PRIMARY KEY NOT NULL,
+            user TEXT NOT NULL,
+            name TEXT NOT NULL DEFAULT '',
+            aaid TEXT NOT NULL DEFAULT '',
+            state TEXT NOT NULL DEFAULT 'pending',
+            activation_hash BLOB,
+            activation_expires INTEGER NOT NULL DEFAULT 0,
+            public_key BLOB,
+            certificate TEXT NOT NULL DEFAULT '',
+            credential_hash BLOB,
+            sign_counter INTEGER NOT NULL DEFAULT 0,
+            user_verification INTEGER NOT NULL DEFAULT 0,
+            unlock_hash BLOB,
+            unlock_expires INTEGER NOT NULL DEFAULT 0,
+            created INTEGER NOT NULL,
+            last_used INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        CREATE INDEX devices_by_user ON devices(user);
+        CREATE UNIQUE INDEX devices_by_activation ON devices(activation_hash) WHERE activation_hash IS NOT NULL;
+        CREATE TABLE push_requests (
+            id TEXT PRIMARY KEY NOT NULL,
+            user TEXT NOT NULL,
+            host TEXT NOT NULL,
+            service TEXT NOT NULL DEFAULT '',
+            remote_address TEXT NOT NULL DEFAULT '',
+            tty TEXT NOT NULL DEFAULT '',
+            command TEXT NOT NULL DEFAULT '',
+            nonce TEXT NOT NULL,
+            number TEXT NOT NULL,
+            created INTEGER NOT NULL,
+            expires INTEGER NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending',
+            wrong_numbers INTEGER NOT NULL DEFAULT 0,
+            device TEXT NOT NULL DEFAULT '',
+            authenticator_data BLOB,
+            client_data_json BLOB,
+            signature BLOB,
+            result TEXT NOT NULL DEFAULT ''
+        ) WITHOUT ROWID;
+        CREATE INDEX push_requests_by_user ON push_requests(user, state);
+        CREATE INDEX push_requests_by_expiry ON push_requests(expires);
+        CREATE TABLE push_users (
+            user TEXT PRIMARY KEY NOT NULL,
+            blocked INTEGER NOT NULL DEFAULT 0,
+            since_success INTEGER NOT NULL DEFAULT 0
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

@@ -25,4 +25,25 @@ int securotp_pbkdf2(int algorithm, const uint8_t *password, size_t password_len,
 /* AES key unwrap (RFC 3394, default IV) with a 128/192/256-bit KEK. Returns the unwrapped
    length (in_len - 8) or -1 when the integrity check fails. */
 long securotp_aes_key_unwrap(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, uint8_t *out);
+
+/* ECDSA P-256 with SHA-256 (ES256), for push approval (docs/push.md): the validator's own
+   check of a device's answer and `securotp device certify`. */
+
+/* Verifies a DER signature over `message` with a P-256 public key given as SPKI DER.
+   Returns 1 when it verifies, 0 when not, -1 when the key is not a P-256 SPKI. */
+int securotp_es256_verify(const uint8_t *spki, size_t spki_len, const uint8_t *message, size_t message_len,
+                          const uint8_t *signature, size_t signature_len);
+
+/* Signs `message` with a P-256 private key in PEM (PKCS#8 or SEC1). Writes the DER signature
+   to `out` (at least 80 bytes) and returns its length, or -1 (not a P-256 key, no memory). */
+long securotp_es256_sign_pem(const char *pem, size_t pem_len, const uint8_t *message, size_t message_len,
+                             uint8_t *out, size_t out_capacity);
+
+/* The SPKI DER of the public half of a PEM P-256 private or public key; returns the length
+   written to `out`, or -1. */
+long securotp_p256_spki_from_pem(const char *pem, size_t pem_len, int is_private, uint8_t *out, size_t out_capacity);
+
+/* A fresh P-256 key pair (tests): the private key as PEM (PKCS#8) into `pem_out`, the SPKI
+   DER into `spki_out`. Returns 1 on success. */
+int securotp_p256_generate(char *pem_out, size_t pem_capacity, uint8_t *spki_out, size_t spki_capacity, long *spki_len);
 #endif

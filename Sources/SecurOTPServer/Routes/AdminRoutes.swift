@@ -4,10 +4,12 @@ import SecurOTPService
 /// What admins call: every `securotp` operation, plus hosts, admins and the audit log.
 struct AdminRoutes {
     let service: any TokenService
+    let push: PushRoutes
 
     func add(to group: RouterGroup<ValidatorRequestContext>) {
         addTokens(to: group)
         addAccess(to: group)
+        push.addAdmin(to: group)
     }
 
     private func addTokens(to group: RouterGroup<ValidatorRequestContext>) {
@@ -68,7 +70,7 @@ struct AdminRoutes {
     }
 
     private func addAccess(to group: RouterGroup<ValidatorRequestContext>) {
-        for kind in CredentialKind.allCases {
+        for kind in [CredentialKind.host, .admin] {
             let path = RouterPath(stringLiteral: kind == .host ? "hosts" : "admins")
             group.post(path) { request, context in
                 let body = try await request.decode(as: CredentialRequest.self, context: context)

@@ -13,6 +13,7 @@ struct HostRoutes {
     let service: any TokenService
     let limits: RateLimits
     let metrics: ValidatorMetrics
+    let push: PushRoutes
 
     /// The preflight answer for a user the host may not verify: an enrolled user's, so that
     /// the prompt is the same (nullok never skips it; forward_pass sends 6 trailing digits).
@@ -25,9 +26,13 @@ struct HostRoutes {
         group.post("preflight") { request, context in
             let body = try await request.decode(as: PreflightRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "preflight", countsAgainstUser: false)
-            let answer = try await service.preflight(body, caller: caller)
-            return JSONResponse(allowed ? answer : Self.outOfScopePreflight)
+            var answer = try await service.preflight(body, caller: caller)
+            guard allowed else { return JSONResponse(Self.outOfScopePreflight) }
+            // Additive: absent unless push approval is possible (docs/push.md).
+            if let devices = push.devices, try await devices.pushAvailable(user: body.user) { answer.push = true }
+            return JSONResponse(answer)
         }
+        addPush(to: group)
         group.post("verify") { request, context in
             let body = try await request.decode(as: VerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "verify", countsAgainstUser: true)
@@ -39,6 +44,30 @@ struct HostRoutes {
             let (caller, allowed) = try await admit(body.user, context: context, action: "answer", countsAgainstUser: true)
             guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
             return JSONResponse(counted(try await service.answer(body, caller: caller)))
+        }
+    }
+
+    /// docs/push.md: a host asks the user's devices and waits for the answer. A user outside the
+    /// host's scope gets the refusal of a user without devices.
+    private func addPush(to group: RouterGroup<ValidatorRequestContext>) {
+        group.post("push") { request, context in
+            let body = try await request.decode(as: PushOpenRequest.self, context: context)
+            let (caller, allowed) = try await admit(body.user, context: context, action: "push", countsAgainstUser: true)
+            guard allowed else { throw ServiceError(.conflict, "\(body.user) has no active device for push approval") }
+            return JSONResponse(try await push.open(body, caller: caller), status: .created)
+        }
+        group.post("push/wait") { request, context in
+            let body = try await request.decode(as: PushWaitRequest.self, context: context)
+            return JSONResponse(try await push.wait(body, caller: try context.requireCaller()))
+        }
+        group.post("push/result") { request, context in
+            let body = try await request.decode(as: PushResultRequest.self, context: context)
+            try await push.result(body, caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.post("push/cancel") { request, context in
+            let body = try await request.decode(as: PushCancelRequest.self, context: context)
+            return JSONResponse(try await push.cancel(body, caller: try context.requireCaller()))
         }
     }
 

@@ -20,11 +20,15 @@ public struct PreflightResponse: Codable, Sendable, Equatable {
     /// The digits of the user's active tokens, for `forward_pass` (password+code in one
     /// answer): the host sends only the trailing code, never the password.
     public var codeDigits: [Int]
+    /// `true` when the user has an active push device and pushes are not blocked
+    /// (docs/push.md); absent otherwise, so older hosts see the answer they know.
+    public var push: Bool?
 
-    public init(hasTokens: Bool, ocraChallenge: OCRAChallengeOffer? = nil, codeDigits: [Int]) {
+    public init(hasTokens: Bool, ocraChallenge: OCRAChallengeOffer? = nil, codeDigits: [Int], push: Bool? = nil) {
         self.hasTokens = hasTokens
         self.ocraChallenge = ocraChallenge
         self.codeDigits = codeDigits
+        self.push = push
     }
 }
 

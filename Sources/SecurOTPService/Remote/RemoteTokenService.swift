@@ -44,9 +44,9 @@ public final class RemoteTokenService: TokenService {
 
     // MARK: transport
 
-    private struct Empty: Codable {}
+    struct Empty: Codable {}
 
-    private func call<Response: Decodable>(_ method: String, _ path: String, _ body: (some Encodable)? = nil as Empty?,
+    func call<Response: Decodable>(_ method: String, _ path: String, _ body: (some Encodable)? = nil as Empty?,
                                            as: Response.Type = Response.self) async throws(ServiceError) -> Response {
         let payload: [UInt8]
         do {
@@ -115,7 +115,7 @@ public final class RemoteTokenService: TokenService {
         }
     }
 
-    private func send(_ method: String, _ path: String, _ body: (some Encodable)? = nil as Empty?) async throws(ServiceError) {
+    func send(_ method: String, _ path: String, _ body: (some Encodable)? = nil as Empty?) async throws(ServiceError) {
         let _: Empty = try await call(method, path, body)
     }
 
@@ -139,7 +139,7 @@ public final class RemoteTokenService: TokenService {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
     }
 
-    private func user(_ user: String) -> String { "/v1/users/\(Self.segment(user))" }
+    func user(_ user: String) -> String { "/v1/users/\(Self.segment(user))" }
     private func token(_ user: String, _ serial: String) -> String { "\(self.user(user))/tokens/\(Self.segment(serial))" }
 
     // MARK: hosts

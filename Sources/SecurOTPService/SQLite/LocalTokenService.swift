@@ -9,6 +9,8 @@ import SecurOTPStore
 public final class LocalTokenService: TokenService {
     public let storeKind = "sqlite"
     let settings: Settings
+    /// Push approval's settings (securotpd.conf; docs/push.md).
+    public let pushPolicy: PushPolicy
     private let executor: StoreExecutor
     private let credentials: CredentialReader
     private let lastTouch = CredentialUse()
@@ -17,8 +19,10 @@ public final class LocalTokenService: TokenService {
     /// side: the CLI and securotpd); with `create`, first makes a missing one.
     /// `backgroundCheckpoints`: a long-lived server (securotpd) checkpoints the WAL from a
     /// second connection instead of in its commits (StoreExecutor).
-    public init(settings: Settings, create: Bool = false, backgroundCheckpoints: Bool = false) throws(ServiceError) {
+    public init(settings: Settings, create: Bool = false, backgroundCheckpoints: Bool = false,
+                pushPolicy: PushPolicy = PushPolicy()) throws(ServiceError) {
         self.settings = settings
+        self.pushPolicy = pushPolicy
         do {
             let store = try Store.open(settings.paths, create ? .create : .migrate)
             credentials = try CredentialReader(path: settings.paths.database)
@@ -44,7 +48,7 @@ public final class LocalTokenService: TokenService {
         }
     }
 
-    private func runService<R: Sendable>(_ body: @escaping (Store, AccessTables) throws(ServiceError) -> R) async throws(ServiceError) -> R {
+    func runService<R: Sendable>(_ body: @escaping (Store, AccessTables) throws(ServiceError) -> R) async throws(ServiceError) -> R {
         try await executor.run { (store) throws(ServiceError) -> R in try body(store, AccessTables(db: store.database)) }
     }
 

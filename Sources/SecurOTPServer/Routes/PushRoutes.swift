@@ -1,0 +1,193 @@
+import Foundation
+import Hummingbird
+import SecurOTPService
+
+/// Push approval's routes (docs/push.md, "HTTP API"): hosts open and wait on requests, devices
+/// wait for requests and answer them, admins enroll and manage devices. Waits are long-polls
+/// on PushWaiters: a state change answers them at once, with no polling interval anywhere.
+struct PushRoutes {
+    let devices: (any DeviceService)?
+    let waiters: PushWaiters
+
+    static let defaultWait = 25
+    static let waitRange = 1...30
+
+    private func service() throws(ServiceError) -> any DeviceService {
+        guard let devices else { throw ServiceError(.notSupported, "push approval needs the SQLite store on this validator for now (docs/push.md)") }
+        return devices
+    }
+
+    private static func waitSeconds(_ wait: Int?) throws(ServiceError) -> Double {
+        let wait = wait ?? defaultWait
+        guard waitRange.contains(wait) else { throw ServiceError(.invalidInput, "wait must be \(waitRange.lowerBound)–\(waitRange.upperBound) seconds") }
+        return Double(wait)
+    }
+
+    private static var now: Double { Date().timeIntervalSince1970 }
+
+    private func ticket(_ key: String) async throws(ServiceError) -> Int {
+        guard let ticket = await waiters.register(key) else {
+            throw ServiceError(.unavailable, "too many waiting requests on this validator (\(waiters.capacity)); try again")
+        }
+        return ticket
+    }
+
+    // MARK: hosts (behind the host credential; HostRoutes checks the user's scope first)
+
+    func open(_ body: PushOpenRequest, caller: Caller) async throws -> PushOpened {
+        let opened = try await service().openPush(body, caller: caller)
+        await waiters.notify(PushWaiters.user(body.user))
+        return opened
+    }
+
+    /// Answers as soon as the request leaves `pending`, or after `wait` seconds, or at its expiry.
+    func wait(_ body: PushWaitRequest, caller: Caller) async throws -> PushStatus {
+        let devices = try service()
+        let deadline = Self.now + (try Self.waitSeconds(body.wait))
+        while true {
+            let ticket = try await ticket(PushWaiters.request(body.id))
+            let status: PushStatus
+            do { status = try await devices.pushStatus(id: body.id, caller: caller) } catch {
+                await waiters.finish(ticket)
+                throw error
+            }
+            // Past its expiry the next read marks the request expired.
+            let remaining = min(deadline, Double(status.expires) + 0.01) - Self.now
+            guard status.state == "pending", remaining > 0, deadline > Self.now else {
+                await waiters.finish(ticket)
+                return status
+            }
+            await waiters.wait(ticket, seconds: remaining)
+        }
+    }
+
+    func result(_ body: PushResultRequest, caller: Caller) async throws {
+        try await service().pushResult(body, caller: caller)
+        await waiters.notify(PushWaiters.request(body.id))
+    }
+
+    func cancel(_ body: PushCancelRequest, caller: Caller) async throws -> PushStatus {
+        let status = try await service().cancelPush(body, caller: caller)
+        await waiters.notify(PushWaiters.request(body.id))
+        return status
+    }
+
+    // MARK: devices
+
+    /// `POST /v1/devices/activate`: no credential (the activation code is one).
+    func addActivation(to group: RouterGroup<ValidatorRequestContext>) {
+        group.post("devices/activate") { request, context in
+            let body = try await request.decode(as: DeviceActivationRequest.self, context: context)
+            return JSONResponse(try await service().activateDevice(body, address: context.peer))
+        }
+    }
+
+    /// Behind DeviceAuthenticate.
+    func addDevice(to group: RouterGroup<ValidatorRequestContext>) {
+        group.post("device/requests") { request, context in
+            let body = try await request.decode(as: DeviceWaitRequest.self, context: context)
+            let caller = try context.requireCaller()
+            return JSONResponse(try await pending(caller: caller, wait: try Self.waitSeconds(body.wait)))
+        }
+        group.post("device/answer") { request, context in
+            let body = try await request.decode(as: DeviceAnswerRequest.self, context: context)
+            let caller = try context.requireCaller()
+            let answer = try await service().answerPush(body, caller: caller)
+            await waiters.notify(PushWaiters.request(body.id))
+            if let user = caller.users.first { await waiters.notify(PushWaiters.user(user)) }
+            return JSONResponse(answer)
+        }
+        group.post("device/blocked") { _, context in
+            try await service().blockDevice(caller: try context.requireCaller())
+            return JSONResponse(DeviceStateResponse(state: "blocked"))
+        }
+        group.post("device/unlock") { request, context in
+            let body = try await request.decode(as: DeviceUnlockRequest.self, context: context)
+            return JSONResponse(try await service().unlockDevice(body, caller: try context.requireCaller()))
+        }
+        group.post("device/remove") { _, context in
+            try await service().deregisterDevice(caller: try context.requireCaller())
+            return NoContent()
+        }
+    }
+
+    /// The user's pending requests at once, or when the first arrives, or `[]` after `wait`.
+    private func pending(caller: Caller, wait: Double) async throws -> DevicePushList {
+        let devices = try service()
+        let deadline = Self.now + wait
+        let key = PushWaiters.user(caller.users.first ?? "")
+        while true {
+            let ticket = try await ticket(key)
+            let list: DevicePushList
+            do { list = try await devices.pendingPushes(caller: caller) } catch {
+                await waiters.finish(ticket)
+                throw error
+            }
+            let remaining = deadline - Self.now
+            guard list.requests.isEmpty, remaining > 0 else {
+                await waiters.finish(ticket)
+                return list
+            }
+            await waiters.wait(ticket, seconds: remaining)
+        }
+    }
+
+    // MARK: admins
+
+    func addAdmin(to group: RouterGroup<ValidatorRequestContext>) {
+        group.post("users/:user/devices") { request, context in
+            let body = try await request.decode(as: DeviceAddRequest.self, context: context)
+            return JSONResponse(try await service().addDevice(user: try context.parameters.require("user"), body, caller: try context.requireCaller()),
+                                status: .created)
+        }
+        group.get("devices") { request, context in
+            let user = request.uri.queryParameters["user"].map(String.init)
+            return JSONResponse(try await service().devices(user: user, caller: try context.requireCaller()))
+        }
+        group.delete("users/:user/devices/:device") { _, context in
+            try await service().removeDevice(user: try context.parameters.require("user"), device: try context.parameters.require("device"),
+                                             caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.post("users/:user/devices/:device/unlock-code") { _, context in
+            JSONResponse(try await service().unlockCode(user: try context.parameters.require("user"), device: try context.parameters.require("device"),
+                                                        caller: try context.requireCaller()))
+        }
+        group.post("users/:user/devices/:device/certificate") { request, context in
+            let body = try await request.decode(as: DeviceCertificateRequest.self, context: context)
+            try await service().setCertificate(user: try context.parameters.require("user"), device: try context.parameters.require("device"), body,
+                                               caller: try context.requireCaller())
+            return NoContent()
+        }
+        group.post("users/:user/push/unblock") { _, context in
+            JSONResponse(try await service().unblockPush(user: try context.parameters.require("user"), caller: try context.requireCaller()))
+        }
+    }
+}
+
+/// Resolves `Authorization: Bearer sotp_d_…` to the device it belongs to.
+struct DeviceAuthenticate: RouterMiddleware {
+    typealias Context = ValidatorRequestContext
+
+    let devices: (any DeviceService)?
+    let metrics: ValidatorMetrics
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let devices else { throw ServiceError(.notSupported, "push approval needs the SQLite store on this validator for now (docs/push.md)") }
+        guard let header = request.headers[.authorization], header.hasPrefix("Bearer ") else {
+            metrics.authenticationFailures.increment()
+            throw ServiceError(.unauthorized, "send the device credential as Authorization: Bearer <credential>")
+        }
+        let caller: Caller
+        do {
+            caller = try await devices.authenticateDevice(credential: String(header.dropFirst(7)), address: context.peer)
+        } catch {
+            metrics.authenticationFailures.increment()
+            context.logger.notice("refused device credential", metadata: ["peer": "\(context.peer)", "path": "\(request.uri.path)"])
+            throw error
+        }
+        var context = context
+        context.caller = caller
+        return try await next(request, context)
+    }
+}

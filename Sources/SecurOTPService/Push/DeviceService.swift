@@ -1,0 +1,62 @@
+/// Push approval (docs/push.md): devices, and logins that ask them. A protocol of its own beside
+/// TokenService, so that a backend without it (PostgreSQL, for now) is told apart by a cast and
+/// the server answers `not_supported`. Authorisation is the server's, as for TokenService;
+/// every implementation audits what it does.
+public protocol DeviceService: Sendable {
+    var pushPolicy: PushPolicy { get }
+
+    // MARK: admins
+
+    func addDevice(user: String, _ request: DeviceAddRequest, caller: Caller) async throws(ServiceError) -> DeviceAdded
+    /// One user's devices, or everyone's when `user` is nil.
+    func devices(user: String?, caller: Caller) async throws(ServiceError) -> DeviceList
+    func removeDevice(user: String, device: String, caller: Caller) async throws(ServiceError)
+    func unlockCode(user: String, device: String, caller: Caller) async throws(ServiceError) -> DeviceUnlockCode
+    func setCertificate(user: String, device: String, _ request: DeviceCertificateRequest, caller: Caller) async throws(ServiceError)
+    /// Clears `deny --fraud` (and the count of requests since the last success).
+    func unblockPush(user: String, caller: Caller) async throws(ServiceError) -> PushUnblocked
+
+    // MARK: devices
+
+    /// No credential: the single-use activation code is one.
+    func activateDevice(_ request: DeviceActivationRequest, address: String) async throws(ServiceError) -> DeviceActivated
+    /// The caller a device credential (`sotp_d_…`) belongs to: kind `.device`, name the device
+    /// id, `users` its one user. `unauthorized` for anything else, one message for all.
+    func authenticateDevice(credential: String, address: String) async throws(ServiceError) -> Caller
+    func pendingPushes(caller: Caller) async throws(ServiceError) -> DevicePushList
+    func answerPush(_ request: DeviceAnswerRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse
+    /// The device blocked itself (three wrong PINs).
+    func blockDevice(caller: Caller) async throws(ServiceError)
+    func unlockDevice(_ request: DeviceUnlockRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse
+    /// Deregistration from the device's side.
+    func deregisterDevice(caller: Caller) async throws(ServiceError)
+
+    // MARK: hosts
+
+    /// Whether preflight offers push: an active device and pushes not blocked.
+    func pushAvailable(user: String) async throws(ServiceError) -> Bool
+    func openPush(_ request: PushOpenRequest, caller: Caller) async throws(ServiceError) -> PushOpened
+    /// The request's state; an approval is handed out once (the request becomes `consumed`).
+    func pushStatus(id: String, caller: Caller) async throws(ServiceError) -> PushStatus
+    func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError)
+    func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus
+}
+
+/// The validator's push settings (securotpd.conf, docs/configuration.md).
+public struct PushPolicy: Sendable, Equatable {
+    /// `push_limit`: requests since the last successful push at most (0: no limit).
+    public var limit = 5
+    /// `push_lifetime`: seconds a push request waits for an answer.
+    public var requestLifetime: Int64 = 60
+    /// `activation_lifetime`: seconds activation and unlock codes stay valid.
+    public var activationLifetime: Int64 = 600
+    /// `device_pin`, `device_pin_min`, `device_pin_max`: what devices are told at activation;
+    /// with a PIN required, approvals must say the user was verified (UV).
+    public var pinRequired = true
+    public var pinMinLength = 4
+    public var pinMaxLength = 8
+    /// Wrong numbers that fail a request.
+    public static let wrongNumbersToFail = 3
+
+    public init() {}
+}

@@ -1,0 +1,251 @@
+import COpenSSL
+import COpenSSLImport
+import Foundation
+import SecurOTPCore
+import SecurOTPStore
+
+/// Ids, one-time codes, input bounds and the validator's own check of a device's signed answer
+/// (docs/push.md). The host checks the same answer itself and never relies on this one.
+public enum PushRules {
+    // MARK: ids and codes
+
+    /// `dv` + 16 lowercase hex digits; the hex part is also the id of the device's credential.
+    static func newDeviceID() throws(ServiceError) -> String { "dv" + (try randomHex(8)) }
+    /// `pr` + 32 lowercase hex digits.
+    static func newRequestID() throws(ServiceError) -> String { "pr" + (try randomHex(16)) }
+
+    static func randomHex(_ count: Int) throws(ServiceError) -> String {
+        guard let bytes = SecretBytes.random(count: count) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
+        return bytes.withUnsafeBytes { Hex.encode($0) }
+    }
+
+    static func isDeviceID(_ id: String) -> Bool { id.utf8.count == 18 && id.hasPrefix("dv") && isLowerHex(id.utf8.dropFirst(2)) }
+    static func isRequestID(_ id: String) -> Bool { id.utf8.count == 34 && id.hasPrefix("pr") && isLowerHex(id.utf8.dropFirst(2)) }
+
+    private static func isLowerHex(_ bytes: some Sequence<UInt8>) -> Bool {
+        bytes.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+    }
+
+    static let crockford = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ".utf8)
+
+    /// 16 characters of Crockford base32 (80 bits) in groups of four: `ABCD-EFGH-JKMN-PQRS`.
+    static func newCode() throws(ServiceError) -> String {
+        guard let random = SecretBytes.random(count: 16) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
+        // 16 bytes, 5 bits of each: every character uniform.
+        let characters = random.withUnsafeBytes { bytes in bytes.map { crockford[Int($0 & 31)] } }
+        var text = ""
+        for (index, character) in characters.enumerated() {
+            if index > 0, index % 4 == 0 { text += "-" }
+            text.append(Character(Unicode.Scalar(character)))
+        }
+        return text
+    }
+
+    /// The code as typed: case, dashes and spaces ignored, I/L read as 1 and O as 0 (Crockford);
+    /// nil unless 16 characters of the alphabet.
+    static func normalizedCode(_ text: String) -> [UInt8]? {
+        guard text.utf8.count <= 64 else { return nil }
+        var out: [UInt8] = []
+        for byte in text.utf8 where byte != 45 && byte != 32 {
+            var upper = (97...122).contains(byte) ? byte - 32 : byte
+            if upper == 73 || upper == 76 { upper = 49 }
+            if upper == 79 { upper = 48 }
+            guard crockford.contains(upper) else { return nil }
+            out.append(upper)
+        }
+        return out.count == 16 ? out : nil
+    }
+
+    /// What is stored of an activation or unlock code: HMAC-SHA256 under a domain key of its own
+    /// (80 random bits, single-use, minutes long: no slow hash needed).
+    static func codeHash(_ normalized: [UInt8]) -> [UInt8] {
+        HMAC.authenticate(.sha256, key: SecretBytes(copying: Array("securotp-device-code-v1".utf8)), message: normalized)
+    }
+
+    // MARK: device credentials
+
+    /// `sotp_d_<16 hex>_<64 hex>`: the 16 hex digits are the device id's, so the id finds the row.
+    static func newCredential(deviceID: String) throws(ServiceError) -> Credential {
+        guard let secret = SecretBytes.random(count: 32) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
+        return Credential(kind: .device, id: String(deviceID.dropFirst(2)), secret: secret.withUnsafeBytes { Array($0) })
+    }
+
+    // MARK: input bounds
+
+    static func number(_ text: String) throws(ServiceError) -> String {
+        guard text.utf8.count == 6, text.utf8.allSatisfy({ (48...57).contains($0) }) else {
+            throw ServiceError(.invalidInput, "number must be six decimal digits")
+        }
+        return text
+    }
+
+    /// 32 bytes, base64url without padding (43 characters).
+    static func nonce(_ text: String) throws(ServiceError) -> String {
+        guard text.utf8.count == 43, let bytes = base64URLDecode(text), bytes.count == 32 else {
+            throw ServiceError(.invalidInput, "nonce must be 32 bytes in base64url without padding")
+        }
+        return text
+    }
+
+    /// Login context shown on the device: bounded, valid UTF-8 (the device escapes it for display).
+    static func context(_ text: String?, _ field: String, maxBytes: Int = 256) throws(ServiceError) -> String {
+        let text = text ?? ""
+        guard text.utf8.count <= maxBytes else { throw ServiceError(.invalidInput, "\(field) longer than \(maxBytes) bytes") }
+        return text
+    }
+
+    static func aaid(_ text: String?) throws(ServiceError) -> String {
+        let text = text ?? "FFFF#0001"
+        let bytes = Array(text.utf8)
+        let hex: (UInt8) -> Bool = { (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) }
+        guard bytes.count == 9, bytes[4] == 35, bytes[0..<4].allSatisfy(hex), bytes[5..<9].allSatisfy(hex) else {
+            throw ServiceError(.invalidInput, "aaid must be a FIDO UAF authenticator id VVVV#MMMM (got \(TerminalText.quoted(text)))")
+        }
+        return text
+    }
+
+    static func deviceName(_ text: String?) throws(ServiceError) -> String {
+        let text = text ?? ""
+        guard text.utf8.count <= 64, !text.unicodeScalars.contains(where: { $0.value < 32 || $0.value == 127 }) else {
+            throw ServiceError(.invalidInput, "device name: at most 64 bytes, no control characters")
+        }
+        return text
+    }
+
+    static func binary(_ text: String?, _ field: String, maxBytes: Int) throws(ServiceError) -> [UInt8] {
+        guard let text, text.utf8.count <= (maxBytes * 4 + 2) / 3 + 4, let bytes = base64URLDecode(text), !bytes.isEmpty, bytes.count <= maxBytes else {
+            throw ServiceError(.invalidInput, "\(field) must be base64url of at most \(maxBytes) bytes")
+        }
+        return bytes
+    }
+
+    // MARK: base64url
+
+    public static func base64URLEncode(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// Accepts base64url with or without padding (and plain base64).
+    public static func base64URLDecode(_ text: String) -> [UInt8]? {
+        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.utf8.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard).map { Array($0) }
+    }
+
+    // MARK: the statement and its check
+
+    public static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: 32)
+        bytes.withUnsafeBufferPointer { input in out.withUnsafeMutableBufferPointer { securotp_sha256(input.baseAddress, input.count, $0.baseAddress) } }
+        return out
+    }
+
+    private static func field(_ text: String, into out: inout [UInt8]) {
+        let bytes = Array(text.utf8)
+        let length = UInt32(truncatingIfNeeded: bytes.count)
+        out += [UInt8(length >> 24), UInt8(length >> 16 & 0xFF), UInt8(length >> 8 & 0xFF), UInt8(length & 0xFF)]
+        out += bytes
+    }
+
+    /// docs/push.md, "The signed statement".
+    public static func statement(id: String, user: String, host: String, service: String, remoteAddress: String, tty: String, command: String,
+                                 nonce: String, number: String, expires: Int64, device: String) -> [UInt8] {
+        var out = Array("securotp-push-v1".utf8)
+        for value in [id, user, host, service, remoteAddress, tty, command, nonce, number, String(expires), device] { field(value, into: &out) }
+        return out
+    }
+
+    /// docs/push.md, "Device certificates": what the admin's CA key signs.
+    public static func certificateMessage(user: String, device: String, publicKey spki: [UInt8]) -> [UInt8] {
+        var out = Array("securotp-device-cert-v1".utf8)
+        for value in [user, device, Data(spki).base64EncodedString()] { field(value, into: &out) }
+        return out
+    }
+
+    static let rpIDHash = sha256(Array("securotp-push".utf8))
+
+    public enum ApprovalCheck: Equatable, Sendable {
+        case verified(counter: UInt32, userVerified: Bool)
+        case refused(String)
+    }
+
+    /// The validator's own check of an approval (the host repeats it): client data, authenticator
+    /// data and the ES256 signature over authenticatorData || SHA-256(clientDataJSON).
+    public static func checkApproval(statement: [UInt8], publicKey: [UInt8], authenticatorData: [UInt8], clientDataJSON: [UInt8],
+                                     signature: [UInt8], requireUserVerification: Bool) -> ApprovalCheck {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(clientDataJSON)) as? [String: Any],
+              object["type"] as? String == "securotp.push.approve", object["origin"] as? String == "securotp:push",
+              let challenge = object["challenge"] as? String else { return .refused("client data is not a securotp push approval") }
+        guard let challengeBytes = base64URLDecode(challenge), ConstantTime.equal(challengeBytes, sha256(statement)) else {
+            return .refused("the challenge is not this request's")
+        }
+        guard authenticatorData.count == 37, Array(authenticatorData[0..<32]) == rpIDHash else {
+            return .refused("authenticator data is not for securotp-push")
+        }
+        let flags = authenticatorData[32]
+        guard flags & 1 == 1 else { return .refused("user presence not set") }
+        let userVerified = flags & 4 == 4
+        if requireUserVerification, !userVerified { return .refused("user verification (device PIN) required") }
+        let counter = authenticatorData[33..<37].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
+        let signed = authenticatorData + sha256(clientDataJSON)
+        let result = publicKey.withUnsafeBufferPointer { key in
+            signed.withUnsafeBufferPointer { message in
+                signature.withUnsafeBufferPointer { sig in
+                    securotp_es256_verify(key.baseAddress, key.count, message.baseAddress, message.count, sig.baseAddress, sig.count)
+                }
+            }
+        }
+        guard result == 1 else { return .refused("signature does not verify") }
+        return .verified(counter: counter, userVerified: userVerified)
+    }
+
+    /// Whether `spki` is a P-256 public key (SubjectPublicKeyInfo DER).
+    static func isP256PublicKey(_ spki: [UInt8]) -> Bool {
+        // A signature that cannot verify still tells a usable key (0) from an unusable one (-1).
+        let probe: [UInt8] = [0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01]
+        return spki.withUnsafeBufferPointer { key in
+            probe.withUnsafeBufferPointer { sig in securotp_es256_verify(key.baseAddress, key.count, sig.baseAddress, 0, sig.baseAddress, sig.count) }
+        } >= 0
+    }
+
+    /// Checks a device certificate (docs/push.md) against a CA public key (PEM); for tests and `doctor`.
+    public static func verifyCertificate(_ certificate: String, caPublicKeyPEM: String, user: String, device: String, publicKey: [UInt8]) -> Bool {
+        var spki = [UInt8](repeating: 0, count: 512)
+        let length = caPublicKeyPEM.withCString { pem in
+            spki.withUnsafeMutableBufferPointer { securotp_p256_spki_from_pem(pem, strlen(pem), 0, $0.baseAddress, $0.count) }
+        }
+        guard length > 0, let signature = Data(base64Encoded: certificate) else { return false }
+        let message = certificateMessage(user: user, device: device, publicKey: publicKey)
+        let key = Array(spki.prefix(length))
+        let sig = Array(signature)
+        return key.withUnsafeBufferPointer { k in
+            message.withUnsafeBufferPointer { m in
+                sig.withUnsafeBufferPointer { s in securotp_es256_verify(k.baseAddress, k.count, m.baseAddress, m.count, s.baseAddress, s.count) }
+            }
+        } == 1
+    }
+
+    /// Signs `message` with a PEM P-256 private key: a DER signature, or nil.
+    public static func sign(_ message: [UInt8], privateKeyPEM: String) -> [UInt8]? {
+        var out = [UInt8](repeating: 0, count: 128)
+        let length = privateKeyPEM.withCString { pem in
+            message.withUnsafeBufferPointer { m in
+                out.withUnsafeMutableBufferPointer { securotp_es256_sign_pem(pem, strlen(pem), m.baseAddress, m.count, $0.baseAddress, $0.count) }
+            }
+        }
+        return length > 0 ? Array(out.prefix(length)) : nil
+    }
+
+    /// A fresh P-256 key pair: (PKCS#8 PEM, SPKI DER). Tests and fixtures.
+    public static func generateKeyPair() -> (privateKeyPEM: String, publicKey: [UInt8])? {
+        var pem = [CChar](repeating: 0, count: 1024)
+        var spki = [UInt8](repeating: 0, count: 256)
+        var spkiLength = 0
+        let ok = pem.withUnsafeMutableBufferPointer { p in
+            spki.withUnsafeMutableBufferPointer { s in securotp_p256_generate(p.baseAddress, p.count, s.baseAddress, s.count, &spkiLength) }
+        }
+        guard ok == 1 else { return nil }
+        return (String(cString: pem), Array(spki.prefix(spkiLength)))
+    }
+}

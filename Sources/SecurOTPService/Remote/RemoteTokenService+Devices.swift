@@ -1,0 +1,46 @@
+/// `securotp --server URL device …`: the admin's device calls through the /v1 API. The calls
+/// of devices and hosts are theirs to make with their own credentials, never an admin's.
+extension RemoteTokenService: DeviceService {
+    public var pushPolicy: PushPolicy { PushPolicy() }
+
+    private static let notAdmin = ServiceError(.notSupported, "devices and hosts make this call with their own credential, not through securotp --server")
+
+    private func device(_ user: String, _ device: String) -> String { "\(self.user(user))/devices/\(Self.segment(device))" }
+
+    public func addDevice(user: String, _ request: DeviceAddRequest, caller: Caller) async throws(ServiceError) -> DeviceAdded {
+        try await call("POST", "\(self.user(user))/devices", request)
+    }
+
+    public func devices(user: String?, caller: Caller) async throws(ServiceError) -> DeviceList {
+        try await call("GET", "/v1/devices" + (user.map { "?user=\(Self.segment($0))" } ?? ""))
+    }
+
+    public func removeDevice(user: String, device: String, caller: Caller) async throws(ServiceError) {
+        try await send("DELETE", self.device(user, device))
+    }
+
+    public func unlockCode(user: String, device: String, caller: Caller) async throws(ServiceError) -> DeviceUnlockCode {
+        try await call("POST", "\(self.device(user, device))/unlock-code", Empty())
+    }
+
+    public func setCertificate(user: String, device: String, _ request: DeviceCertificateRequest, caller: Caller) async throws(ServiceError) {
+        try await send("POST", "\(self.device(user, device))/certificate", request)
+    }
+
+    public func unblockPush(user: String, caller: Caller) async throws(ServiceError) -> PushUnblocked {
+        try await call("POST", "\(self.user(user))/push/unblock", Empty())
+    }
+
+    public func activateDevice(_ request: DeviceActivationRequest, address: String) async throws(ServiceError) -> DeviceActivated { throw Self.notAdmin }
+    public func authenticateDevice(credential: String, address: String) async throws(ServiceError) -> Caller { throw Self.notAdmin }
+    public func pendingPushes(caller: Caller) async throws(ServiceError) -> DevicePushList { throw Self.notAdmin }
+    public func answerPush(_ request: DeviceAnswerRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse { throw Self.notAdmin }
+    public func blockDevice(caller: Caller) async throws(ServiceError) { throw Self.notAdmin }
+    public func unlockDevice(_ request: DeviceUnlockRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse { throw Self.notAdmin }
+    public func deregisterDevice(caller: Caller) async throws(ServiceError) { throw Self.notAdmin }
+    public func pushAvailable(user: String) async throws(ServiceError) -> Bool { throw Self.notAdmin }
+    public func openPush(_ request: PushOpenRequest, caller: Caller) async throws(ServiceError) -> PushOpened { throw Self.notAdmin }
+    public func pushStatus(id: String, caller: Caller) async throws(ServiceError) -> PushStatus { throw Self.notAdmin }
+    public func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError) { throw Self.notAdmin }
+    public func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus { throw Self.notAdmin }
+}

@@ -1,0 +1,298 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import SecurOTPServer
+import SecurOTPService
+import SecurOTPStore
+import Testing
+
+/// A device as securotp-authenticator acts (docs/push.md): a P-256 key, and approvals signed
+/// over the statement built from what the device was shown and the number the user typed.
+struct TestDevice: Sendable {
+    let privateKeyPEM: String
+    let publicKey: [UInt8]
+    var id = ""
+    var credential = ""
+
+    init() throws {
+        let pair = try #require(PushRules.generateKeyPair())
+        privateKeyPEM = pair.privateKeyPEM
+        publicKey = pair.publicKey
+    }
+
+    /// The JSON body of an approval of `request` (a `device/requests` entry) with `number`.
+    func approval(of request: [String: Any], number: String, counter: UInt32 = 0, userVerified: Bool = true) throws -> [String: Any] {
+        func field(_ key: String) -> String { request[key] as? String ?? "" }
+        let statement = PushRules.statement(id: field("id"), user: field("user"), host: field("host"), service: field("service"),
+                                            remoteAddress: field("remote_address"), tty: field("tty"), command: field("command"),
+                                            nonce: field("nonce"), number: number, expires: Int64(request["expires"] as? Int ?? 0), device: id)
+        let challenge = PushRules.base64URLEncode(PushRules.sha256(statement))
+        let clientData = Array(#"{"type":"securotp.push.approve","challenge":"\#(challenge)","origin":"securotp:push"}"#.utf8)
+        let authenticatorData = PushRules.sha256(Array("securotp-push".utf8)) + [userVerified ? 0x05 : 0x01]
+            + [UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF)]
+        let signature = try #require(PushRules.sign(authenticatorData + PushRules.sha256(clientData), privateKeyPEM: privateKeyPEM))
+        return ["id": field("id"), "decision": "approve", "number": number, "authenticator_data": PushRules.base64URLEncode(authenticatorData),
+                "client_data_json": PushRules.base64URLEncode(clientData), "signature": PushRules.base64URLEncode(signature)]
+    }
+}
+
+@Suite("Validator API: push approval")
+struct PushAPITests {
+    static let nonce = PushRules.base64URLEncode(Array(repeating: 7, count: 32))
+
+    /// Adds and activates a device for `user`.
+    static func enrollDevice(_ client: APIClient, _ fixture: ValidatorFixture, _ user: String) async throws -> TestDevice {
+        var device = try TestDevice()
+        let added = try await client.call(.post, "/v1/users/\(user)/devices", ["name": "laptop"], bearer: fixture.admin)
+        #expect(added.status == 201, "\(added.text)")
+        let code = try #require(added.string("activation_code"))
+        #expect(code.range(of: #"^[0-9A-HJKMNP-TV-Z]{4}(-[0-9A-HJKMNP-TV-Z]{4}){3}$"#, options: .regularExpression) != nil, "\(code)")
+        let activated = try await client.call(.post, "/v1/devices/activate", ["activation_code": code.lowercased(),
+                                                                            "public_key": PushRules.base64URLEncode(device.publicKey),
+                                                                            "user_verification": true])
+        #expect(activated.status == 200, "\(activated.text)")
+        device.id = try #require(activated.string("device"))
+        device.credential = try #require(activated.string("credential"))
+        #expect(device.id == added.string("device") && device.credential.hasPrefix("sotp_d_") && activated.string("user") == user)
+        return device
+    }
+
+    static func open(_ client: APIClient, _ fixture: ValidatorFixture, _ user: String, number: String = "492817",
+                     bearer: String? = nil) async throws -> APIClient.Answer {
+        try await client.call(.post, "/v1/push", ["user": user, "nonce": nonce, "number": number, "service": "sshd",
+                                                  "remote_address": "192.0.2.7", "tty": "ssh", "command": ""], bearer: bearer ?? fixture.host)
+    }
+
+    static func pending(_ client: APIClient, _ device: TestDevice, wait: Int = 1) async throws -> [[String: Any]] {
+        let answer = try await client.call(.post, "/v1/device/requests", ["wait": wait], bearer: device.credential)
+        #expect(answer.status == 200, "\(answer.text)")
+        return answer["requests"] as? [[String: Any]] ?? []
+    }
+
+    @Test("Activation codes are single-use; an activated device approves once and the host gets the approval once")
+    func approvalOnce() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await fixture.withClient { client in
+            let preflightBefore = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(preflightBefore["push"] == nil, "no device, no push: \(preflightBefore.text)")
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(preflight["push"] as? Bool == true, "\(preflight.text)")
+
+            let opened = try await Self.open(client, fixture, "alice")
+            #expect(opened.status == 201, "\(opened.text)")
+            let id = try #require(opened.string("id"))
+            #expect(id.range(of: "^pr[0-9a-f]{32}$", options: .regularExpression) != nil)
+            let requests = try await Self.pending(client, device)
+            let request = try #require(requests.first)
+            #expect(request["id"] as? String == id && request["number"] == nil && request["host"] as? String == "web1", "never the number")
+
+            let answered = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "492817", counter: 1),
+                                                 bearer: device.credential)
+            #expect(answered.string("state") == "approved", "\(answered.text)")
+            let first = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
+            #expect(first.string("state") == "consumed" && first["approval"] != nil, "\(first.text)")
+            let approval = try #require(first["approval"] as? [String: Any])
+            #expect(approval["public_key"] as? String == PushRules.base64URLEncode(device.publicKey) && approval["device"] as? String == device.id)
+            let second = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
+            #expect(second.string("state") == "consumed" && second["approval"] == nil, "handed out once: \(second.text)")
+            let result = try await client.call(.post, "/v1/push/result", ["id": id, "accepted": true], bearer: fixture.host)
+            #expect(result.status == 204)
+            let again = try await client.call(.post, "/v1/push/result", ["id": id, "accepted": true], bearer: fixture.host)
+            #expect(again.status == 400, "one result per approval")
+        }
+    }
+
+    @Test("An activation code works once and not after it expired")
+    func activationCodes() async throws {
+        let fixture = try await ValidatorFixture.make { $0.push.activationLifetime = 60 }
+        try await fixture.withClient { client in
+            let added = try await client.call(.post, "/v1/users/alice/devices", [:], bearer: fixture.admin)
+            let code = try #require(added.string("activation_code"))
+            let key = PushRules.base64URLEncode(try TestDevice().publicKey)
+            let first = try await client.call(.post, "/v1/devices/activate", ["activation_code": code, "public_key": key])
+            #expect(first.status == 200)
+            let second = try await client.call(.post, "/v1/devices/activate", ["activation_code": code, "public_key": key])
+            #expect(second.status == 401, "single use: \(second.text)")
+            let garbage = try await client.call(.post, "/v1/devices/activate", ["activation_code": "not a code", "public_key": key])
+            #expect(garbage.status == 401)
+
+            // Expired: the row's expiry moved into the past.
+            let stale = try await client.call(.post, "/v1/users/bob/devices", [:], bearer: fixture.admin)
+            let staleCode = try #require(stale.string("activation_code"))
+            let database = try SQLiteDatabase(path: fixture.configuration.store.paths.database, create: false)
+            try database.execute("UPDATE devices SET activation_expires = 1 WHERE user = 'bob'")
+            let expired = try await client.call(.post, "/v1/devices/activate", ["activation_code": staleCode, "public_key": key])
+            #expect(expired.status == 401, "\(expired.text)")
+            let list = try await client.call(.get, "/v1/devices?user=bob", bearer: fixture.admin)
+            #expect((list["devices"] as? [[String: Any]])?.first?["state"] as? String == "pending")
+        }
+    }
+
+    @Test("A device's answer wakes the host's long-poll at once")
+    func longPollWakes() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let request = try #require(try await Self.pending(client, device).first)
+            let body = try device.approval(of: request, number: "492817")
+            let started = Date()
+            async let waited = client.call(.post, "/v1/push/wait", ["id": id, "wait": 20], bearer: fixture.host)
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await client.call(.post, "/v1/device/answer", body, bearer: device.credential)
+            let answer = try await waited
+            let elapsed = Date().timeIntervalSince(started)
+            #expect(answer.string("state") == "consumed" && answer["approval"] != nil, "\(answer.text)")
+            #expect(elapsed < 5, "woke \(elapsed) s after the wait began, bound 20 s")
+            #expect(elapsed >= 0.3, "it waited for the answer")
+
+            // A device's wait wakes when a request arrives.
+            let deviceStarted = Date()
+            async let arriving = client.call(.post, "/v1/device/requests", ["wait": 20], bearer: device.credential)
+            try await Task.sleep(for: .milliseconds(300))
+            _ = try await Self.open(client, fixture, "alice")
+            let list = try await arriving
+            #expect((list["requests"] as? [Any])?.count == 1, "\(list.text)")
+            #expect(Date().timeIntervalSince(deviceStarted) < 5)
+
+            // No answer: the wait ends after `wait` seconds, pending.
+            let pendingID = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let quiet = Date()
+            let timedOut = try await client.call(.post, "/v1/push/wait", ["id": pendingID, "wait": 1], bearer: fixture.host)
+            #expect(timedOut.string("state") == "pending")
+            #expect(Date().timeIntervalSince(quiet) >= 0.9)
+        }
+    }
+
+    @Test("One open request per user and host: a new one cancels the earlier")
+    func oneOpenRequest() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let first = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let second = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let requests = try await Self.pending(client, device)
+            #expect(requests.map { $0["id"] as? String } == [second])
+            let old = try await client.call(.post, "/v1/push/wait", ["id": first, "wait": 1], bearer: fixture.host)
+            #expect(old.string("state") == "cancelled")
+            let cancel = try await client.call(.post, "/v1/push/cancel", ["id": second], bearer: fixture.host)
+            #expect(cancel.string("state") == "cancelled")
+            #expect(try await Self.pending(client, device).isEmpty)
+        }
+    }
+
+    @Test("Wrong numbers are counted on the user's row; the third fails the request")
+    func wrongNumbers() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let request = try #require(try await Self.pending(client, device).first)
+            for attempt in 1...3 {
+                let answer = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "000000"), bearer: device.credential)
+                #expect(answer.string("state") == (attempt < 3 ? "pending" : "failed") && answer.string("reason") == "wrong number", "\(answer.text)")
+            }
+            let state = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
+            #expect(state.string("state") == "failed")
+            let right = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "492817"), bearer: device.credential)
+            #expect(right.string("state") == "failed", "a failed request stays failed")
+            let failures = try SQLiteDatabase(path: fixture.configuration.store.paths.database, create: false)
+            let statement = try failures.prepare("SELECT failures FROM users WHERE name = 'alice'")
+            #expect(try statement.step() && statement.integer(0) == 3, "three failures on alice's row")
+        }
+    }
+
+    @Test("A forged signature is refused, and a device cannot answer another user's request")
+    func foreignAndForged() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await fixture.withClient { client in
+            let alice = try await Self.enrollDevice(client, fixture, "alice")
+            var mallory = try await Self.enrollDevice(client, fixture, "mallory")
+            let id = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let request = try #require(try await Self.pending(client, alice).first)
+            #expect(try await Self.pending(client, mallory).isEmpty, "mallory's device sees none of alice's requests")
+            let foreign = try await client.call(.post, "/v1/device/answer", try mallory.approval(of: request, number: "492817"), bearer: mallory.credential)
+            #expect(foreign.status == 404, "\(foreign.text)")
+            let stillPending = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
+            #expect(stillPending.string("state") == "pending")
+            // Alice's credential with a key that is not the registered one.
+            mallory.id = alice.id
+            var forged = try mallory.approval(of: request, number: "492817")
+            forged["id"] = id
+            let refused = try await client.call(.post, "/v1/device/answer", forged, bearer: alice.credential)
+            #expect(refused.string("state") == "failed" && refused.string("reason") == "signature does not verify", "\(refused.text)")
+        }
+    }
+
+    @Test("deny --fraud blocks pushes until an admin unblocks; push_limit caps requests since the last success")
+    func fraudAndLimit() async throws {
+        let fixture = try await ValidatorFixture.make { $0.push.limit = 3 }
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            _ = try await Self.open(client, fixture, "alice")
+            let request = try #require(try await Self.pending(client, device).first)
+            let fraud = try await client.call(.post, "/v1/device/answer", ["id": request["id"] as? String ?? "", "decision": "fraud"], bearer: device.credential)
+            #expect(fraud.string("state") == "denied")
+            let blocked = try await Self.open(client, fixture, "alice")
+            #expect(blocked.status == 409 && blocked.errorMessage?.contains("fraud") == true, "\(blocked.text)")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(preflight["push"] == nil)
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect((audit["entries"] as? [[String: Any]])?.contains { $0["result"] as? String == "fraud" } == true, "audited")
+            let unblocked = try await client.call(.post, "/v1/users/alice/push/unblock", bearer: fixture.admin)
+            #expect(unblocked["was_blocked"] as? Bool == true)
+            // Limit 3 since the last success (the fraud's request counted before the unblock reset it).
+            for _ in 1...3 { #expect(try await Self.open(client, fixture, "alice").status == 201) }
+            let limited = try await Self.open(client, fixture, "alice")
+            #expect(limited.status == 409 && limited.errorMessage?.contains("push_limit") == true, "\(limited.text)")
+        }
+    }
+
+    @Test("A device removed by the admin, or by itself, authenticates no more; blocked devices answer nothing until unlocked")
+    func removeAndUnlock() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await fixture.withClient { client in
+            let first = try await Self.enrollDevice(client, fixture, "alice")
+            let second = try await Self.enrollDevice(client, fixture, "alice")
+            let removed = try await client.call(.delete, "/v1/users/alice/devices/\(first.id)", bearer: fixture.admin)
+            #expect(removed.status == 204)
+            let gone = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: first.credential)
+            #expect(gone.status == 401)
+
+            let blocked = try await client.call(.post, "/v1/device/blocked", [:], bearer: second.credential)
+            #expect(blocked.string("state") == "blocked")
+            let refused = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: second.credential)
+            #expect(refused.status == 400, "\(refused.text)")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(preflight["push"] == nil, "no active device")
+            let code = try #require(try await client.call(.post, "/v1/users/alice/devices/\(second.id)/unlock-code", bearer: fixture.admin).string("unlock_code"))
+            let wrong = try await client.call(.post, "/v1/device/unlock", ["unlock_code": "AAAA-AAAA-AAAA-AAAA"], bearer: second.credential)
+            #expect(wrong.status == 400)
+            let spent = try await client.call(.post, "/v1/device/unlock", ["unlock_code": code], bearer: second.credential)
+            #expect(spent.status == 400, "a wrong code spends the issued one")
+            let fresh = try #require(try await client.call(.post, "/v1/users/alice/devices/\(second.id)/unlock-code", bearer: fixture.admin).string("unlock_code"))
+            let unlocked = try await client.call(.post, "/v1/device/unlock", ["unlock_code": fresh], bearer: second.credential)
+            #expect(unlocked.string("state") == "active", "\(unlocked.text)")
+
+            let deregistered = try await client.call(.post, "/v1/device/remove", [:], bearer: second.credential)
+            #expect(deregistered.status == 204)
+            let list = try await client.call(.get, "/v1/devices?user=alice", bearer: fixture.admin)
+            #expect((list["devices"] as? [Any])?.isEmpty == true, "\(list.text)")
+            #expect(try await Self.open(client, fixture, "alice").status == 409)
+        }
+    }
+
+    @Test("Device certificates made with a CA key verify for their user and device only")
+    func certificates() async throws {
+        let ca = try #require(PushRules.generateKeyPair())
+        let device = try TestDevice()
+        let message = PushRules.certificateMessage(user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey)
+        let signature = try #require(PushRules.sign(message, privateKeyPEM: ca.privateKeyPEM))
+        let certificate = Data(signature).base64EncodedString()
+        let caPEM = "-----BEGIN PUBLIC KEY-----\n" + Data(ca.publicKey).base64EncodedString(options: .lineLength64Characters) + "\n-----END PUBLIC KEY-----\n"
+        #expect(PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey))
+        #expect(!PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "bob", device: "dv0123456789abcdef", publicKey: device.publicKey))
+        #expect(!PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "alice", device: "dv0123456789abcdee", publicKey: device.publicKey))
+    }
+}
