@@ -39,6 +39,9 @@ if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
         {
             printf 'listen = 127.0.0.1:%s\nrate_limit_host = 0\nrate_limit_user = 0\nlog_level = warning\nmetrics = no\n' "$PORT_SECUROTPD"
             printf 'state_dir = %s\nkey_file = %s\n' "$dir/state" "$dir/state/securotp.key"
+            # push_waiters (default 10000) counts every long-poll: the waiting logins' plus the
+            # devices' and the measured login's, a few more than PUSH_WAITING.
+            printf 'push_waiters = %s\n' "$(( WAITING + 100 > 10000 ? WAITING + 100 : 10000 ))"
         } >"$dir/securotpd.conf"
         chmod 600 "$dir/securotpd.conf"
         note "securotpd: starting on 127.0.0.1:$PORT_SECUROTPD"

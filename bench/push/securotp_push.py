@@ -185,7 +185,7 @@ class Device:
                                     {"name": "bench"})
         answer = await activator.request("POST", "/v1/devices/activate", {
             "activation_code": added["activation_code"], "public_key": b64u(self.spki),
-            "name": "bench", "aaid": AAID, "user_verification": False})
+            "name": "bench", "aaid": AAID, "user_verification": True})
         self.id, self.credential = answer["device"], answer["credential"]
         if answer.get("user") != self.user:
             fail(f"activation for {self.user} answered user {answer.get('user')!r}")
@@ -216,7 +216,8 @@ class Device:
         client_data = json.dumps({"type": "securotp.push.approve", "challenge": b64u(challenge),
                                   "origin": "securotp:push"}, separators=(",", ":")).encode()
         self.counter += 1
-        auth_data = hashlib.sha256(RP_ID.encode()).digest() + bytes([0x01]) + struct.pack(">I", self.counter)
+        # Flags UP | UV: the device checked its PIN (securotpd's default device_pin = yes).
+        auth_data = hashlib.sha256(RP_ID.encode()).digest() + bytes([0x05]) + struct.pack(">I", self.counter)
         signature = self.key.sign(auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256()))
         body = {"id": r["id"], "decision": "approve", "authenticator_data": b64u(auth_data),
                 "client_data_json": b64u(client_data), "signature": b64u(signature), "number": number}
@@ -226,7 +227,9 @@ class Device:
         except HTTPError as e:
             answered.set_exception(RuntimeError(f"device answer refused: {e}"))
             return
-        if not answered.done():
+        if result.get("state") != "approved":
+            answered.set_exception(RuntimeError(f"device answer not taken: {json.dumps(result)[:300]}"))
+        elif not answered.done():
             answered.set_result((sent, result.get("state")))
 
 
@@ -245,7 +248,7 @@ def verify_approval(approval, request_id, user, host, nonce, number, expires, de
             or unb64u(client_data.get("challenge", "")) != own):
         raise ValueError("clientDataJSON does not match the host's statement")
     auth_data = unb64u(approval["authenticator_data"])
-    if len(auth_data) != 37 or auth_data[:32] != hashlib.sha256(RP_ID.encode()).digest() or not auth_data[32] & 1:
+    if len(auth_data) != 37 or auth_data[:32] != hashlib.sha256(RP_ID.encode()).digest() or auth_data[32] & 0x05 != 0x05:
         raise ValueError("bad authenticatorData")
     key.verify(unb64u(approval["signature"]), auth_data + hashlib.sha256(client_data_raw).digest(),
                ec.ECDSA(hashes.SHA256()))
@@ -295,8 +298,12 @@ class Bench:
         loop.call_later(random.uniform(0.0, 0.05), lambda: device.typed(request_id).done()
                         or device.typed(request_id).set_result(number))
         while True:
-            waited = await host_conn.request("POST", "/v1/push/wait", {"id": request_id, "wait": WAIT_SECONDS},
-                                             timeout=WAIT_SECONDS + 30)
+            waiting = loop.create_task(host_conn.request("POST", "/v1/push/wait", {"id": request_id, "wait": WAIT_SECONDS},
+                                                         timeout=WAIT_SECONDS + 30))
+            await asyncio.wait({waiting, answered}, return_when=asyncio.FIRST_COMPLETED)
+            if answered.done() and answered.exception() is not None:
+                fail(f"login of {device.user}: {answered.exception()}")
+            waited = await waiting
             if waited.get("state") != "pending":
                 break
         t_wait = time.monotonic()

@@ -116,7 +116,7 @@ async def route(st, method, path, bearer, body):
         if not ok:
             r["state"] = "failed"
             r["event"].set()
-            return 200, {"state": "failed"}
+            return 200, {"state": "failed", "reason": "signature or number"}
         r["state"] = "approved"
         r["approval"] = {"device": device, "aaid": "FFFF#0001", "public_key": b64u(spki),
                          "authenticator_data": body["authenticator_data"],
