@@ -38,7 +38,7 @@ case "${1:-build}" in
 esac
 
 # PyPI tools the tests use as independent oracles (no Debian packages exist for them).
-pypi_test=(oath python-pskc)
+pypi_test=(oath python-pskc cryptography)
 if [ "${1:-build}" = test ]; then
   for module in "${pypi_test[@]}"; do
     import=${module//-/_}; [ "$module" = python-pskc ] && import=pskc

@@ -2,6 +2,9 @@
 #include "COpenSSL.h"
 #include <openssl/aes.h>
 #include <openssl/crypto.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/obj_mac.h>
 #include <openssl/modes.h>
 #include <openssl/sha.h>
 #include <errno.h>
@@ -161,4 +164,37 @@ int securotp_random(uint8_t *buffer, size_t length) {
         done += (size_t)n;
     }
     return 1;
+}
+
+/* SEQUENCE { SEQUENCE { id-ecPublicKey, prime256v1 }, BIT STRING (0 unused bits) 04 X Y }. */
+static const uint8_t p256_spki_prefix[26] = {
+    0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+    0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+};
+
+int securotp_es256_verify(const uint8_t *spki_der, size_t spki_len,
+                          const uint8_t *message, size_t message_len,
+                          const uint8_t *signature_der, size_t signature_len) {
+    if (spki_der == NULL || signature_der == NULL || (message == NULL && message_len != 0)) return 0;
+    if (spki_len != SECUROTP_P256_SPKI_LENGTH || memcmp(spki_der, p256_spki_prefix, sizeof p256_spki_prefix) != 0)
+        return 0;
+    /* A DER ECDSA-Sig-Value for P-256 is at most 72 bytes. */
+    if (signature_len < 8 || signature_len > 72) return 0;
+    const uint8_t *point_bytes = spki_der + sizeof p256_spki_prefix;
+    if (point_bytes[0] != 0x04) return 0;
+    uint8_t digest[32];
+    securotp_sha256(message, message_len, digest);
+    int valid = 0;
+    EC_KEY *key = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
+    if (key == NULL) return 0;
+    const EC_GROUP *group = EC_KEY_get0_group(key);
+    EC_POINT *point = group ? EC_POINT_new(group) : NULL;
+    /* oct2point refuses a point off the curve (P-256 has cofactor 1, so that is the whole
+       public-key check; EC_KEY_check_key would add a scalar multiplication for nothing). */
+    if (point != NULL && EC_POINT_oct2point(group, point, point_bytes, 65, NULL) == 1 &&
+        EC_POINT_is_at_infinity(group, point) == 0 && EC_KEY_set_public_key(key, point) == 1)
+        valid = ECDSA_verify(0, digest, sizeof digest, signature_der, (int)signature_len, key) == 1;
+    EC_POINT_free(point);
+    EC_KEY_free(key);
+    return valid;
 }

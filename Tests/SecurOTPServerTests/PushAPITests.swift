@@ -82,7 +82,7 @@ struct PushAPITests {
             let opened = try await Self.open(client, fixture, "alice")
             #expect(opened.status == 201, "\(opened.text)")
             let id = try #require(opened.string("id"))
-            #expect(id.range(of: "^pr[0-9a-f]{32}$", options: .regularExpression) != nil)
+            #expect(id.range(of: "^pr[0-9a-f]{32}$", options: .regularExpression) != nil && opened.string("host") == "web1", "\(opened.text)")
             let requests = try await Self.pending(client, device)
             let request = try #require(requests.first)
             #expect(request["id"] as? String == id && request["number"] == nil && request["host"] as? String == "web1", "never the number")

@@ -33,6 +33,20 @@ int securotp_aes_decrypt_block(const uint8_t *key, int key_bits, const uint8_t i
 /* SHA-256 of a buffer. */
 void securotp_sha256(const uint8_t *data, size_t length, uint8_t out[32]);
 
+/* ES256 (ECDSA P-256 with SHA-256) verification: `signature_der` over SHA-256(message) by the
+   key in `spki_der`, which must be exactly the 91-byte DER SubjectPublicKeyInfo of a P-256
+   key with an uncompressed point (what every WebAuthn/FIDO stack and OpenSSL export). The key
+   is taken apart by a fixed prefix, not by d2i_PUBKEY, and checked with EC_KEY/ECDSA_verify:
+   d2i_PUBKEY builds an EVP_PKEY through OpenSSL 3's decoders, which starts the provider
+   machinery (see above) in every login that checks a push approval. Measured (2-core EPYC VM,
+   OpenSSL 3, first call in a fresh process / second call): this path 0.55 / 0.074 ms,
+   d2i_PUBKEY + EVP_DigestVerify 1.3 / 0.17 ms. The signature must be
+   canonical DER (ECDSA_verify re-encodes and compares). Returns 1 valid, 0 anything else. */
+enum { SECUROTP_P256_SPKI_LENGTH = 91 };
+int securotp_es256_verify(const uint8_t *spki_der, size_t spki_len,
+                          const uint8_t *message, size_t message_len,
+                          const uint8_t *signature_der, size_t signature_len);
+
 /* Wipes memory in a way the compiler cannot drop (OPENSSL_cleanse). */
 void securotp_cleanse(void *buffer, size_t length);
 /* Constant-time equality of two equal-length buffers: 1 when equal (CRYPTO_memcmp). */

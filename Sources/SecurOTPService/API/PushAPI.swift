@@ -30,10 +30,13 @@ public struct PushOpened: Codable, Sendable, Equatable {
     public var id: String
     /// Unix seconds.
     public var expires: Int64
+    /// The host credential's name, as the device is told it and signs it (field(host)).
+    public var host: String
 
-    public init(id: String, expires: Int64) {
+    public init(id: String, expires: Int64, host: String) {
         self.id = id
         self.expires = expires
+        self.host = host
     }
 }
 

@@ -347,7 +347,7 @@ extension LocalTokenService: DeviceService {
                 try push.countRequest(user: user)
                 try access.append(AuditEntry(caller, "push", user: user, serial: id, result: "ok",
                                              detail: "service \(service)" + (cancelled > 0 ? "; cancelled the host's earlier request" : ""), time: now))
-                return .success(PushOpened(id: id, expires: row.expires))
+                return .success(PushOpened(id: id, expires: row.expires, host: caller.name))
             }
         }
         return try outcome.get()

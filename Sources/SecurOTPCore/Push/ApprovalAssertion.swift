@@ -1,0 +1,154 @@
+import COpenSSL
+
+/// The client data a push approval carries (docs/push.md): for `securotp-authenticator` the
+/// exact text below, for a browser passkey whatever the browser wrote. Verifiers parse it;
+/// only the authenticator writes it.
+public enum ClientData {
+    public static let pushType = "securotp.push.approve"
+    public static let pushOrigin = "securotp:push"
+    /// The RP id of `FFFF#0001` (securotp-authenticator).
+    public static let pushRPID = "securotp-push"
+    /// Browser passkeys' assertions (issue 16).
+    public static let webAuthnGetType = "webauthn.get"
+
+    /// `{"type":…,"challenge":"<base64url(challenge)>","origin":…}`, keys in this order.
+    /// `type` and `origin` are ours (no characters needing escapes); the challenge is base64url.
+    public static func json(type: String, challenge: [UInt8], origin: String) -> [UInt8] {
+        var text = "{\"type\":\""
+        text += type
+        text += "\",\"challenge\":\""
+        text += Base64.encode(challenge, .url)
+        text += "\",\"origin\":\""
+        text += origin
+        text += "\"}"
+        return Array(text.utf8)
+    }
+}
+
+/// Why an approval was refused: each is logged and reported to the validator
+/// (`POST /v1/push/result` `reason`: see `code`).
+public enum ApprovalRefusal: Sendable, Equatable {
+    /// An input is empty, too long, or not the shape it must have (authenticator data not 37
+    /// bytes, a signature longer than DER allows).
+    case malformed
+    /// The public key is not a P-256 SubjectPublicKeyInfo.
+    case badPublicKey
+    /// clientDataJSON is not a JSON object with string `type`, `challenge`, `origin`, or its
+    /// challenge is not base64url, or it says it was made cross-origin.
+    case badClientData
+    case wrongType
+    case wrongOrigin
+    case wrongChallenge
+    /// authenticatorData's RP id hash is not SHA-256 of the expected RP id.
+    case wrongRPID
+    /// The user-present flag is clear.
+    case notPresent
+    /// User verification was required and the user-verified flag is clear.
+    case notVerified
+    case badSignature
+
+    /// snake_case, for logs and the validator.
+    public var code: String {
+        switch self {
+        case .malformed: return "malformed"
+        case .badPublicKey: return "bad_public_key"
+        case .badClientData: return "bad_client_data"
+        case .wrongType: return "wrong_type"
+        case .wrongOrigin: return "wrong_origin"
+        case .wrongChallenge: return "wrong_challenge"
+        case .wrongRPID: return "wrong_rp_id"
+        case .notPresent: return "not_present"
+        case .notVerified: return "not_verified"
+        case .badSignature: return "bad_signature"
+        }
+    }
+}
+
+public enum ApprovalResult: Sendable, Equatable {
+    /// The signature counter the authenticator data carries, and whether it says the user was
+    /// verified (device PIN, or a passkey's biometrics).
+    case accepted(counter: UInt32, userVerified: Bool)
+    case refused(ApprovalRefusal)
+}
+
+/// The check of one WebAuthn-shaped assertion (ES256), in the order WebAuthn §7.2 gives:
+/// client data (type, challenge, origin), authenticator data (RP id hash, UP, UV), then the
+/// signature over `authenticatorData || SHA-256(clientDataJSON)`. Pure and trap-free: every
+/// input comes from the network.
+public enum ApprovalAssertion {
+    /// Flags and counter after the 32-byte RP id hash. Extensions (the ED flag) are not
+    /// accepted: neither the authenticator nor a passkey's `get` here asks for any.
+    public static let authenticatorDataLength = 37
+    public static let maxClientDataLength = 4096
+    /// A DER ECDSA-Sig-Value for P-256 is at most 72 bytes.
+    public static let maxSignatureLength = 72
+
+    static let flagUserPresent: UInt8 = 0x01
+    static let flagUserVerified: UInt8 = 0x04
+
+    public static func verify(authenticatorData: [UInt8], clientDataJSON: [UInt8], signature: [UInt8],
+                              publicKey: [UInt8], expectedChallenge: [UInt8], expectedType: String,
+                              expectedOrigin: String, expectedRPID: String,
+                              requireUserVerification: Bool) -> ApprovalResult {
+        guard authenticatorData.count == authenticatorDataLength, !clientDataJSON.isEmpty,
+              clientDataJSON.count <= maxClientDataLength, !signature.isEmpty,
+              signature.count <= maxSignatureLength, expectedChallenge.count == 32
+        else { return .refused(.malformed) }
+        guard publicKey.count == Int(SECUROTP_P256_SPKI_LENGTH) else { return .refused(.badPublicKey) }
+
+        guard let clientData = JSONReader.parse(clientDataJSON), clientData.isObject,
+              let type = clientData["type"]?.string, let challengeText = clientData["challenge"]?.string,
+              let origin = clientData["origin"]?.string,
+              let challenge = Base64.decode(challengeText, .url)
+        else { return .refused(.badClientData) }
+        // A page embedded in another origin's frame (WebAuthn's crossOrigin) is never ours.
+        if let crossOrigin = clientData["crossOrigin"], crossOrigin != .bool(false) { return .refused(.badClientData) }
+        guard type == expectedType else { return .refused(.wrongType) }
+        guard challenge.count == expectedChallenge.count, ConstantTime.equal(challenge, expectedChallenge)
+        else { return .refused(.wrongChallenge) }
+        guard origin == expectedOrigin else { return .refused(.wrongOrigin) }
+
+        let rpIDHash = PushStatement.sha256(Array(expectedRPID.utf8))
+        guard ConstantTime.equal(Array(authenticatorData[0..<32]), rpIDHash) else { return .refused(.wrongRPID) }
+        let flags = authenticatorData[32]
+        guard flags & flagUserPresent != 0 else { return .refused(.notPresent) }
+        let userVerified = flags & flagUserVerified != 0
+        guard userVerified || !requireUserVerification else { return .refused(.notVerified) }
+        let counter = UInt32(authenticatorData[33]) << 24 | UInt32(authenticatorData[34]) << 16
+            | UInt32(authenticatorData[35]) << 8 | UInt32(authenticatorData[36])
+
+        var signed = authenticatorData
+        signed.append(contentsOf: PushStatement.sha256(clientDataJSON))
+        guard es256Verify(publicKey: publicKey, message: signed, signature: signature)
+        else { return .refused(.badSignature) }
+        return .accepted(counter: counter, userVerified: userVerified)
+    }
+
+    /// ES256 over SHA-256(message), COpenSSL's low-level path (no EVP provider start-up).
+    public static func es256Verify(publicKey: [UInt8], message: [UInt8], signature: [UInt8]) -> Bool {
+        publicKey.withUnsafeBufferPointer { key in
+            message.withUnsafeBufferPointer { text in
+                signature.withUnsafeBufferPointer { sig in
+                    guard let keyBase = key.baseAddress, let sigBase = sig.baseAddress else { return false }
+                    return securotp_es256_verify(keyBase, key.count, text.baseAddress, text.count, sigBase, sig.count) == 1
+                }
+            }
+        }
+    }
+
+    /// The 37 bytes of authenticator data: SHA-256(rp id) || flags || uint32_be(counter).
+    public static func authenticatorData(rpID: String, userVerified: Bool, counter: UInt32) -> [UInt8] {
+        var out = PushStatement.sha256(Array(rpID.utf8))
+        out.append(flagUserPresent | (userVerified ? flagUserVerified : 0))
+        out.append(UInt8(truncatingIfNeeded: counter >> 24))
+        out.append(UInt8(truncatingIfNeeded: counter >> 16))
+        out.append(UInt8(truncatingIfNeeded: counter >> 8))
+        out.append(UInt8(truncatingIfNeeded: counter))
+        return out
+    }
+
+    /// What the device signs: authenticatorData || SHA-256(clientDataJSON).
+    public static func signedBytes(authenticatorData: [UInt8], clientDataJSON: [UInt8]) -> [UInt8] {
+        authenticatorData + PushStatement.sha256(clientDataJSON)
+    }
+}
