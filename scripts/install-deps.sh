@@ -9,7 +9,7 @@ build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4)
 # postgresql: the validator's PostgreSQL tests (scripts/postgres-test.sh starts it); openssl:
 # test certificates; curl: racing requests at validator nodes; strace: the fsyncs of a login;
 # sqlite3: stores made older or damaged on purpose.
-test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml postgresql postgresql-client openssl curl strace sqlite3)
+test=("${build[@]}" oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3)
 demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs

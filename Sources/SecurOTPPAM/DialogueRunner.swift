@@ -14,9 +14,26 @@ enum NextStep {
     case newPIN(serial: String, prompt: String, again: String, rules: PINMode?)
     /// A passcode made with the PIN just set.
     case passcode(serial: String, prompt: String)
-    // Room for device approvals and security keys (issue 13): "approve on your device" (id,
-    // number, expiry) and "touch your key" (challenge, credentials) become cases here, with
-    // their handling in DialogueRunner.ask.
+    /// Approve on your device (remote mode, docs/push.md): the validator holds push request
+    /// `request` until `expires` (Unix seconds); the prompt shows `number`, which the user types
+    /// into the device. An empty answer waits for the device, any other is a passcode.
+    case deviceApproval(request: String, number: String, expires: Int64, prompt: String)
+    /// The ordinary code prompt, after an approval that did not come (`reason`, for the log,
+    /// says why; the prompt says it to the user).
+    case code(prompt: String, reason: String)
+    // Room for security keys (issue 13): "touch your key" (challenge, credentials).
+
+    /// The step with `lead` put in front of its prompt (why the previous try was refused,
+    /// when messages are silenced). Only the first prompt of a login gets one.
+    func leading(_ lead: String?) -> NextStep {
+        guard let lead else { return self }
+        switch self {
+        case .deviceApproval(let request, let number, let expires, let prompt):
+            return .deviceApproval(request: request, number: number, expires: expires, prompt: "\(lead) \(prompt)")
+        case .code(let prompt, let reason): return .code(prompt: "\(lead) \(prompt)", reason: reason)
+        default: return self
+        }
+    }
 }
 
 /// A verification step's outcome, as the dialogue runner acts on it.
@@ -72,7 +89,7 @@ enum DialogueRunner {
 
     /// Logs the step and asks for it. On success the caller releases the response with
     /// securotp_pam_free_response; otherwise the code to end the login with.
-    private static func ask(_ step: NextStep, _ login: LoginContext, source: String) -> (code: Int32, response: UnsafeMutablePointer<CChar>?) {
+    static func ask(_ step: NextStep, _ login: LoginContext, source: String) -> (code: Int32, response: UnsafeMutablePointer<CChar>?) {
         let session = login.session
         let user = login.shownUser
         switch step {
@@ -81,6 +98,12 @@ enum DialogueRunner {
             return session.askSecret(prompt)
         case .passcode(let serial, let prompt):
             session.log(LOG_NOTICE, "\(user) set a new PIN for token \(serial)\(source)")
+            return session.askSecret(prompt)
+        case .deviceApproval(let request, _, let expires, let prompt):
+            session.log(LOG_NOTICE, "asking \(user) to approve push request \(request) on a device (expires \(expires))\(source)")
+            return session.askSecret(prompt)
+        case .code(let prompt, let reason):
+            session.log(LOG_NOTICE, "asking \(user) for a code instead (\(reason))\(source)")
             return session.askSecret(prompt)
         case .newPIN(let serial, let prompt, let again, let rules):
             session.log(LOG_NOTICE, "\(user) must set a new PIN for token \(serial)\(source)")

@@ -139,10 +139,13 @@ extension LocalVerification: DialogueBackend {
             }
             // Setting the PIN is part of this step: the passcode made with it is not another.
             return .next(.passcode(serial: serial, prompt: DialogueText.pinSet(pinMode)), counted: false)
-        case .passcode:
+        case .passcode, .code:
             return outcome(store { (store) throws(StoreError) in
                 try store.verify(user: login.user, input: answer, codeAtEnd: false, policy: settings.policy, now: now, failureKey: failureKey)
             })
+        case .deviceApproval:
+            // The local store holds no devices: never offered in local mode.
+            return .finished(PAM_AUTH_ERR)
         }
     }
 }

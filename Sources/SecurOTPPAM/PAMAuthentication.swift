@@ -88,7 +88,11 @@ public enum PAMAuthentication {
         // try) is told before the prompt, the only text that still reaches the user.
         let reason = memory.takePending()
         let shown = prompt(settings, challenge: check.challenge)
-        let (conversationCode, response) = session.askSecret(reason.map { "\($0) \(shown)" } ?? shown)
+        let (conversationCode, response) = if let offered = check.offer() {
+            DialogueRunner.ask(offered.leading(reason), login, source: check.source)
+        } else {
+            session.askSecret(reason.map { "\($0) \(shown)" } ?? shown)
+        }
         guard let response else {
             session.log(LOG_ERR, "conversation failed for \(login.shownUser): \(String(cString: pam_strerror(session.handle, conversationCode)))")
             return conversationCode
@@ -111,7 +115,8 @@ public enum PAMAuthentication {
         return check.check(input, countsFailure: countsFailure)
     }
 
-    private static func prompt(_ settings: Settings, challenge: String?) -> String {
+    /// The plain code prompt: `prompt=`, after an OCRA challenge when there is one.
+    static func prompt(_ settings: Settings, challenge: String?) -> String {
         let prompt = settings.forwardPass && settings.prompt == Settings().prompt ? forwardPassPrompt : settings.prompt
         return challenge.map { "Challenge \($0). " + prompt } ?? prompt
     }

@@ -26,10 +26,20 @@ protocol PasscodeCheck {
     /// Checks one answer and runs the dialogues the result asks for (next code, new PIN).
     /// `countsFailure` false: a miss is not the user's failure (try_first_pass's password).
     mutating func check(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> Int32
+    /// Right before the prompt: a step to ask instead of the plain code prompt — an approval
+    /// on the user's device (remote mode) — or nil. Its answer still goes to `check`.
+    mutating func offer() -> NextStep?
     /// The OCRA challenge to show in the prompt, if the user has an OCRA token.
     var challenge: String? { get }
     /// After an accepted forward_pass answer: how many trailing characters were the code.
     var matchedDigits: Int? { get }
+    /// For log lines: "" for the local store, " [validator]" for a validator.
+    var source: String { get }
+}
+
+extension PasscodeCheck {
+    mutating func offer() -> NextStep? { nil }
+    var source: String { "" }
 }
 
 enum Preparation {

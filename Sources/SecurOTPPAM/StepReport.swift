@@ -10,6 +10,8 @@ struct StepReport {
     enum Outcome {
         case accepted(serial: String)
         case acceptedRecoveryCode
+        /// An approval on the user's device whose signature this host verified.
+        case approvedOnDevice(device: String, request: String, userVerified: Bool)
         case locked
         case replayed
         case rejected
@@ -50,7 +52,7 @@ extension PAMSession {
         let failures = "\(count)\(report.source)"
         var result = PAM_AUTH_ERR
         switch report.outcome {
-        case .accepted, .acceptedRecoveryCode: record.kind = nil
+        case .accepted, .acceptedRecoveryCode, .approvedOnDevice: record.kind = nil
         case .locked: record.kind = .locked
         case .replayed: record.kind = .replayed
         case .rejected: record.kind = .refused
@@ -64,6 +66,10 @@ extension PAMSession {
             result = PAM_SUCCESS
         case .acceptedRecoveryCode:
             log(LOG_NOTICE, "accepted a recovery code for \(user)\(note)\(report.source)")
+            result = PAM_SUCCESS
+        case .approvedOnDevice(let device, let request, let userVerified):
+            let verified = userVerified ? "user verified on the device" : "user not verified on the device"
+            log(LOG_INFO, "accepted the approval of \(user) on device \(device) (push request \(request), signature checked here, \(verified))\(report.source)")
             result = PAM_SUCCESS
         case .locked:
             let lift = report.source.isEmpty ? "securotp unlock \(user)" : "securotp unlock \(user) on the validator"

@@ -35,6 +35,21 @@ public enum DialogueText {
     /// The code could not be checked: the token store or the validator is unavailable.
     public static let unavailable = "Codes cannot be checked right now; ask an admin."
 
+    /// Push approval (docs/push.md, "What the user sees"): the number is one group of six
+    /// digits, in the prompt itself — OpenSSH holds messages until the next prompt, so a number
+    /// in a message would not be seen over ssh in time. The same prompt takes a passcode.
+    public static func approveOnDevice(number: String) -> String {
+        "Approve on your device with number \(number), or type a code: "
+    }
+
+    /// Why the ordinary code prompt follows an approval prompt, put in front of it (messages
+    /// are silenced under sudo, a prompt never is).
+    public static let approvalDenied = "Not approved on your device."
+    public static let approvalExpired = "No approval from your device in time."
+    public static let approvalFailed = "Wrong number typed on your device."
+    public static let approvalRefused = "Your device's approval was refused."
+    public static let approvalUnavailable = "Your device cannot be asked right now."
+
     public static func pinSet(_ mode: PINMode) -> String {
         let how = mode == .addedByToken ? "the passcode your token shows with the new PIN" : "your new PIN followed by the next code"
         return "PIN set. Wait for the code to change, then enter \(how): "

@@ -96,6 +96,11 @@ public struct Settings: Sendable, Equatable {
         case "failmode":
             guard let value, let mode = FailMode(rawValue: value) else { throw fail("expected secure or safe") }
             remote.failMode = mode
+        case "push_timeout": remote.pushTimeout = try integer(ValidatorSettings.pushTimeoutRange)
+        case "device_ca": remote.deviceCA = try path()
+        case "device_uv":
+            guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
+            remote.deviceUserVerification = rule
         default:
             throw StoreError(.config, "\(origin.describe(key)): unknown setting; see securotp.conf(5) or docs/configuration.md")
         }

@@ -16,8 +16,17 @@ public struct ValidatorSettings: Sendable, Equatable {
     /// Where offline codes the validator hands this host are kept, one owner-only file per
     /// user (`offline_cache=`; default: /var/lib/securotp/offline, or state_dir/offline).
     public var offlineCache: String?
+    /// Push approval (docs/push.md): how long the module waits for the user's device after
+    /// the empty answer that says "I approved" (`push_timeout=`, seconds).
+    public var pushTimeout = 60
+    /// `device_ca=`: a PEM P-256 public key; only approvals from device keys it certified for
+    /// the user and device are accepted (a compromised validator can then only deny).
+    public var deviceCA: String?
+    /// `device_uv=required`: only approvals that say the device checked its user (its PIN).
+    public var deviceUserVerification = DeviceUserVerification.optional
 
     public static let timeoutRange = 1...60
+    public static let pushTimeoutRange = 5...300
 
     public init() {}
 
@@ -28,7 +37,9 @@ public struct ValidatorSettings: Sendable, Equatable {
     public func validate() throws(StoreError) {
         guard address != nil else {
             let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey),
-                         ("offline_cache", offlineCache)]
+                         ("offline_cache", offlineCache), ("device_ca", deviceCA),
+                         ("push_timeout", pushTimeout == Self().pushTimeout ? nil : "\(pushTimeout)"),
+                         ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue)]
                 .filter { $0.1 != nil }.map { $0.0 }
             if let key = stray.first {
                 throw StoreError(.config, "\(key) is set but validator is not; set validator=https://HOST:PORT or remove \(key)")
@@ -42,6 +53,13 @@ public struct ValidatorSettings: Sendable, Equatable {
             throw StoreError(.config, "client_cert and client_key go together; set both or neither")
         }
     }
+}
+
+/// Whether an approval must say that the device verified its user (WebAuthn's UV flag: the
+/// device PIN was checked for this answer).
+public enum DeviceUserVerification: String, Sendable, Equatable {
+    case optional
+    case required
 }
 
 /// What happens when the validator cannot be asked (down, timed out, TLS refused, answer

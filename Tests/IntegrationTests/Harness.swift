@@ -369,19 +369,22 @@ final class Sandbox {
     /// Starts `pam-check --confdir DIR SERVICE USER RESPONSES...`; `process` asks it to report
     /// thread counts and whether libcurl was loaded.
     /// `tries`: pam_authenticate up to that many times on one handle, as sudo does.
+    /// `environment`: more for pam-check (PAM_CHECK_RHOST, PAM_CHECK_TTY).
     func startLogin(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false,
-                    tries: Int = 1) throws -> Child {
-        var environment: [String: String] = [:]
+                    tries: Int = 1, environment more: [String: String] = [:], pamCheck program: String? = nil) throws -> Child {
+        var environment = more
         if silent { environment["PAM_CHECK_SILENT"] = "1" }
         if tries != 1 { environment["PAM_CHECK_TRIES"] = "\(tries)" }
         if process { environment["PAM_CHECK_PROCESS"] = "1" }
-        return try Run.start(pamCheck, ["--confdir", pamDirectory, service, user] + responses, environment: environment)
+        return try Run.start(program ?? pamCheck, ["--confdir", pamDirectory, service, user] + responses, environment: environment)
     }
 
-    /// One authentication through libpam; the exit status is the PAM code.
+    /// One authentication through libpam; the exit status is the PAM code. `pamCheck`: another
+    /// copy of pam-check to run (a copy named sudo, for the module's sudo command line).
     func login(_ service: String, _ user: String, _ responses: [String] = [], silent: Bool = false, process: Bool = false,
-               tries: Int = 1) throws -> ProcessResult {
-        try startLogin(service, user, responses, silent: silent, process: process, tries: tries).wait()
+               tries: Int = 1, environment: [String: String] = [:], pamCheck program: String? = nil) throws -> ProcessResult {
+        try startLogin(service, user, responses, silent: silent, process: process, tries: tries, environment: environment,
+                       pamCheck: program).wait()
     }
 }
 

@@ -56,7 +56,7 @@ struct SSHDTests {
         try FileManager.default.createSymbolicLink(atPath: program, withDestinationPath: sshd)
         let server = try Run.start(program, ["-D", "-e", "-f", config])
         defer { kill(server.pid, SIGTERM); _ = try? server.wait(timeout: 10) }
-        try waitForListener(port: port, server: server)
+        try Self.waitForListener(port: port, server: server)
 
         func login(_ code: String) throws -> ProcessResult {
             try Run.run(sshpass, ["-P", "Verification code", "-p", code, ssh, "-p", String(port),
@@ -87,7 +87,8 @@ struct SSHDTests {
         #expect(next.status == 0 && next.stdout.contains("securotp-ssh-ok"), "\(next)")
     }
 
-    private func waitForListener(port: Int, server: Child) throws {
+    /// Until sshd accepts connections on 127.0.0.1:`port` (also used by PushSSHDTests).
+    static func waitForListener(port: Int, server: Child) throws {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

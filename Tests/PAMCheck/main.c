@@ -13,6 +13,9 @@
  *                         call — what sudo does (passwd_tries, default 3)
  *   PAM_CHECK_PROCESS=1   also print "threads-before: N" (before pam_start), "threads-after: N"
  *                         and "libcurl-loaded: yes|no" (after pam_end), from /proc/self
+ *   PAM_CHECK_RHOST=HOST, PAM_CHECK_TTY=TTY
+ *                         set PAM_RHOST and PAM_TTY before pam_authenticate, as sshd and
+ *                         sudo do (the login context a push request carries)
  * Prints one line per conversation message ("prompt: ...", "info: ...", "error: ..."), then
  * "result: NAME". Exit status is the PAM code. (Linux-PAM lets only modules read or set
  * PAM_AUTHTOK; tests put pam_exec.so expose_authtok in the stack to provide or observe it.)
@@ -117,6 +120,10 @@ int main(int argc, char **argv) {
         printf("result: pam_start failed: %s\n", pam_strerror(NULL, rc));
         return rc;
     }
+    const char *rhost = getenv("PAM_CHECK_RHOST");
+    if (rhost != NULL) pam_set_item(pamh, PAM_RHOST, rhost);
+    const char *tty = getenv("PAM_CHECK_TTY");
+    if (tty != NULL) pam_set_item(pamh, PAM_TTY, tty);
     const char *silent = getenv("PAM_CHECK_SILENT");
     const char *tries_text = getenv("PAM_CHECK_TRIES");
     int tries = tries_text != NULL ? atoi(tries_text) : 1;

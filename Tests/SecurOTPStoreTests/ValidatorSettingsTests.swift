@@ -95,4 +95,25 @@ import Testing
         #expect(settings.remote.isEnabled && settings.remote.address == .unix(path: "/run/s.sock") && settings.remote.timeout == 3)
         #expect(settings.remote.clientCertificate == "/etc/c.pem" && settings.remote.clientKey == "/etc/c.key")
     }
+
+    @Test("Push options: push_timeout (5–300, default 60), device_ca (absolute path), device_uv (required|optional)")
+    func pushOptions() throws {
+        let temp = try TemporaryStore()
+        let remote = ["state_dir=\(temp.directory)", "validator=https://v.example:8443", "host_credential=/etc/h.cred"]
+        let defaults = try Settings.fromModuleArguments(remote)
+        #expect(defaults.remote.pushTimeout == 60 && defaults.remote.deviceCA == nil && defaults.remote.deviceUserVerification == .optional)
+        let set = try Settings.fromModuleArguments(remote + ["push_timeout=30", "device_ca=/etc/securotp/device-ca.pem", "device_uv=required"])
+        #expect(set.remote.pushTimeout == 30 && set.remote.deviceCA == "/etc/securotp/device-ca.pem" && set.remote.deviceUserVerification == .required)
+        for bad in ["push_timeout=4", "push_timeout=301", "push_timeout=soon", "device_ca=relative.pem", "device_uv=yes"] {
+            #expect(throws: StoreError.self, "\(bad)") { try Settings.fromModuleArguments(remote + [bad]) }
+        }
+        // Without validator= they mean nothing: an error naming the key, not silence.
+        for stray in ["push_timeout=30", "device_ca=/etc/ca.pem", "device_uv=required"] {
+            #expect {
+                try Settings.fromModuleArguments(["state_dir=\(temp.directory)", stray])
+            } throws: { error in
+                (error as? StoreError).map { $0.message.hasPrefix(String(stray.prefix { $0 != "=" }) + " is set but validator is not") } ?? false
+            }
+        }
+    }
 }

@@ -34,6 +34,12 @@ struct RemoteVerification: PasscodeCheck {
     private var offlineOnly = false
     /// The user's offline codes on this host (keyed with the credential the client read).
     private var offline: HostOfflineCodes?
+    /// The validator offers a push for this user and this host can check approvals: the
+    /// first prompt asks for one (`offer`, once).
+    private var approvals: PushApprovalCheck?
+    private var pushOffered = false
+    /// The push request the first prompt asked the user to approve, until it is answered.
+    private var openPush: PushApprovalCheck.Request?
 
     init(_ login: LoginContext) { self.login = login }
 
@@ -68,7 +74,7 @@ struct RemoteVerification: PasscodeCheck {
             }
             return skipOrFinish(failed(error, during: "preflight"))
         }
-        if login.settings.nullok, login.known, !preflight.hasTokens {
+        if login.settings.nullok, login.known, !preflight.hasTokens, !preflight.push {
             session.debugLog("user \(login.shownUser) has no token (validator); nullok: ignoring")
             return .finish(PAM_IGNORE)
         }
@@ -80,7 +86,57 @@ struct RemoteVerification: PasscodeCheck {
             lengths.append(offer.digits)
         }
         codeLength = lengths.filter { $0 > 0 }.max() ?? 6
+        if preflight.push { approvals = approvalChecker() }
         return .ask
+    }
+
+    /// How this host checks approvals, when it may offer a push: like an OCRA challenge, only
+    /// to a user NSS knows; not with forward_pass (its one answer carries the password) or
+    /// use_first_pass (no prompt). A `device_ca=` that cannot be used is logged and no push is
+    /// offered: approvals it should vouch for could not be checked, passcodes still can.
+    private func approvalChecker() -> PushApprovalCheck? {
+        let settings = login.settings
+        guard login.known, !settings.forwardPass, !settings.useFirstPass else { return nil }
+        var deviceCA: [UInt8]?
+        if let path = remote.deviceCA {
+            do {
+                deviceCA = try PushApprovalCheck.loadDeviceCA(path)
+            } catch {
+                session.log(LOG_ERR, "device_ca unusable, no push offered to \(login.shownUser): \(error.message)")
+                return nil
+            }
+        }
+        return PushApprovalCheck(deviceCA: deviceCA, requireUserVerification: remote.deviceUserVerification == .required)
+    }
+
+    /// Opens a push request (`POST /v1/push`) and asks for its approval in the first prompt.
+    /// Whatever goes wrong — the validator refuses (409: no active device, pushes blocked,
+    /// too many requests) or cannot be reached — the plain code prompt follows.
+    mutating func offer() -> NextStep? {
+        guard approvals != nil, !pushOffered, let client else { return nil }
+        pushOffered = true
+        guard let challenge = PushChallenge.make() else {
+            session.log(LOG_ERR, "no randomness for a push request for \(login.shownUser); asking for a code")
+            return nil
+        }
+        let context = PushContext.of(session)
+        let body = JSONWriter.object([(key: "user", value: .text(login.user)), (key: "nonce", value: .text(challenge.nonce)),
+                                      (key: "number", value: .text(challenge.number)), (key: "service", value: .text(context.service)),
+                                      (key: "remote_address", value: .text(context.remoteAddress)), (key: "tty", value: .text(context.tty)),
+                                      (key: "command", value: .text(context.command))])
+        let opened: PushOpened
+        do throws(ValidatorFailure) {
+            guard let answer = PushOpened(try client.post("/v1/push", body)) else { throw ValidatorFailure.unavailable("unreadable push answer") }
+            opened = answer
+        } catch {
+            session.log(error.isRefusal ? LOG_NOTICE : LOG_WARNING,
+                        "validator \(validatorName) opened no push request for \(login.shownUser) (\(error.logText)); asking for a code")
+            return nil
+        }
+        openPush = PushApprovalCheck.Request(id: opened.id, user: login.user, host: opened.host, context: context, challenge: challenge,
+                                            expires: opened.expires)
+        let prompt = (self.challenge.map { "Challenge \($0). " } ?? "") + DialogueText.approveOnDevice(number: challenge.number)
+        return .deviceApproval(request: opened.id, number: challenge.number, expires: opened.expires, prompt: prompt)
     }
 
     private func skipOrFinish(_ code: Int32) -> Preparation {
@@ -88,11 +144,25 @@ struct RemoteVerification: PasscodeCheck {
     }
 
     mutating func check(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> Int32 {
-        guard login.validName, let client, let offline else {
+        guard login.validName, client != nil, offline != nil else {
             session.log(LOG_NOTICE, "rejected code for \(login.shownUser) (not sent to the validator)")
             return PAM_AUTH_ERR
         }
-        if offlineOnly { return checkOffline(input, offline, countsFailure: countsFailure) }
+        let first: StepOutcome
+        if let request = openPush {
+            openPush = nil
+            first = answerApproval(request, input)
+        } else {
+            first = verification(input, countsFailure: countsFailure)
+        }
+        return DialogueRunner.run(first, &self, login: login, steps: Self.maxAnswers)
+    }
+
+    /// A passcode sent to the validator (`/v1/verify`), or checked against this host's offline
+    /// codes when the validator cannot be asked.
+    private mutating func verification(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> StepOutcome {
+        guard let client, let offline else { return .finished(PAM_AUTH_ERR) }
+        if offlineOnly { return .finished(checkOffline(input, offline, countsFailure: countsFailure)) }
         // forward_pass: only the trailing code leaves this host, never the password.
         let forward = login.settings.forwardPass
         let passcode = forward ? UnsafeBufferPointer(rebasing: input[max(0, input.count - codeLength)...]) : input
@@ -114,12 +184,105 @@ struct RemoteVerification: PasscodeCheck {
         } catch {
             if case .unavailable(let reason) = error, offline.usableCodeDigits() != nil {
                 session.log(LOG_WARNING, "validator \(validatorName) unavailable during verification (\(reason)); checking \(login.shownUser) against this host's offline codes")
-                return checkOffline(input, offline, countsFailure: countsFailure)
+                return .finished(checkOffline(input, offline, countsFailure: countsFailure))
             }
-            return failed(error, during: "verification")
+            return .finished(failed(error, during: "verification"))
         }
         offline.keep(answer, reported: reported)
-        return DialogueRunner.run(outcome(answer), &self, login: login, steps: Self.maxAnswers)
+        return outcome(answer)
+    }
+
+    // MARK: push approval (docs/push.md)
+
+    /// The answer to the approval prompt: empty — the user approved (or is about to) on the
+    /// device, so wait for it; anything else is a passcode, and the request is withdrawn.
+    private mutating func answerApproval(_ request: PushApprovalCheck.Request, _ input: UnsafeBufferPointer<UInt8>) -> StepOutcome {
+        guard input.isEmpty else {
+            report("/v1/push/cancel", [(key: "id", value: .text(request.id))], request)
+            return verification(input, countsFailure: true)
+        }
+        return awaitApproval(request)
+    }
+
+    /// Long-polls `/v1/push/wait` (each call at most 25 s, its own HTTP bound the wait plus
+    /// `timeout=`) until the request leaves `pending`, or `push_timeout=` has passed, or the
+    /// request's expiry; then checks the approval here. Everything but a verified approval
+    /// leads to the plain code prompt: a passcode is always possible, and a login waits at
+    /// most `push_timeout` plus `timeout` seconds.
+    private mutating func awaitApproval(_ request: PushApprovalCheck.Request) -> StepOutcome {
+        guard let client, let approvals else { return .finished(PAM_AUTH_ERR) }
+        let deadline = Self.monotonicMilliseconds() + Int64(remote.pushTimeout) * 1000
+        while true {
+            let left = deadline - Self.monotonicMilliseconds()
+            guard left >= 1000 else {
+                report("/v1/push/cancel", [(key: "id", value: .text(request.id))], request)
+                return passcodeInstead(DialogueText.approvalExpired, "no approval within push_timeout=\(remote.pushTimeout) s", request)
+            }
+            // Past the expiry the validator answers `expired` at once; one call still asks.
+            let untilExpiry = max(1, request.expires - Int64(time(nil)) + 1)
+            let wait = Int(min(Self.longestWait, left / 1000, untilExpiry))
+            let answer: PushWaitAnswer
+            do throws(ValidatorFailure) {
+                let json = try client.post("/v1/push/wait", JSONWriter.object([(key: "id", value: .text(request.id)), (key: "wait", value: .integer(Int64(wait)))]),
+                                           seconds: wait + remote.timeout)
+                guard let parsed = PushWaitAnswer(json, id: request.id) else { throw ValidatorFailure.unavailable("unreadable push state") }
+                answer = parsed
+            } catch {
+                return passcodeInstead(DialogueText.approvalUnavailable, "waiting failed: \(error.logText)", request)
+            }
+            if let approval = answer.approval { return concludeApproval(approval, request, approvals) }
+            switch answer.state {
+            case .pending: continue
+            case .approved: return .finished(PAM_AUTH_ERR) // never without an approval (PushWaitAnswer)
+            case .denied: return passcodeInstead(DialogueText.approvalDenied, "denied on the device", request)
+            case .expired: return passcodeInstead(DialogueText.approvalExpired, "the request expired", request)
+            case .failed: return passcodeInstead(DialogueText.approvalFailed, "failed: wrong numbers typed on the device", request)
+            case .cancelled: return passcodeInstead(DialogueText.approvalExpired, "cancelled on the validator", request)
+            case .consumed:
+                session.log(LOG_WARNING, "push request \(request.id) for \(login.shownUser): its approval was already handed out (consumed); refusing it\(source)")
+                return passcodeInstead(DialogueText.approvalRefused, "approval already consumed", request)
+            }
+        }
+    }
+
+    /// The longest single `/v1/push/wait` (the validator allows 30).
+    static let longestWait: Int64 = 25
+
+    /// This host's check of the approval, reported to the validator either way.
+    private mutating func concludeApproval(_ approval: DeviceApproval, _ request: PushApprovalCheck.Request,
+                                           _ approvals: PushApprovalCheck) -> StepOutcome {
+        switch approvals.check(approval, for: request) {
+        case .accepted(let userVerified):
+            report("/v1/push/result", [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(true)), (key: "reason", value: .text("accepted"))], request)
+            return .concluded(StepReport(.approvedOnDevice(device: approval.device, request: request.id, userVerified: userVerified), note: "", source: source))
+        case .refused(let reason):
+            session.log(LOG_WARNING, "refused the approval of \(login.shownUser) from device \(approval.device) (push request \(request.id)): \(reason)\(source)")
+            report("/v1/push/result", [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(false)), (key: "reason", value: .text(reason))], request)
+            return passcodeInstead(DialogueText.approvalRefused, "approval refused: \(reason)", request)
+        }
+    }
+
+    /// The plain code prompt after an approval that did not come, `shown` in front of it.
+    private func passcodeInstead(_ shown: String, _ reason: String, _ request: PushApprovalCheck.Request) -> StepOutcome {
+        let prompt = PAMAuthentication.prompt(login.settings, challenge: challenge)
+        return .next(.code(prompt: "\(shown) \(prompt)", reason: "push request \(request.id): \(reason)"), counted: false)
+    }
+
+    /// A report the validator acts on but the login does not wait for the meaning of
+    /// (`/v1/push/cancel`, `/v1/push/result`): a failure is logged, the login goes on.
+    private func report(_ path: String, _ fields: [(key: String, value: JSONWriter.Field)], _ request: PushApprovalCheck.Request) {
+        guard let client else { return }
+        do throws(ValidatorFailure) {
+            _ = try client.post(path, JSONWriter.object(fields))
+        } catch {
+            session.log(LOG_WARNING, "validator \(validatorName) did not take \(path) for push request \(request.id) (\(error.logText))")
+        }
+    }
+
+    private static func monotonicMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 
     /// One request whose answer is a VerifyAnswer.
@@ -210,6 +373,14 @@ extension RemoteVerification: DialogueBackend {
         guard answer.count <= PAMAuthentication.maxInput else {
             session.log(LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
             return .finished(PAM_AUTH_ERR)
+        }
+        switch step {
+        case .code: return verification(answer, countsFailure: true)
+        case .deviceApproval(let request, _, _, _):
+            guard let open = openPush, open.id == request else { return .finished(PAM_AUTH_ERR) }
+            openPush = nil
+            return answerApproval(open, answer)
+        case .nextCode, .newPIN, .passcode: break
         }
         let body = JSONWriter.object([(key: "user", value: .text(login.user)), (key: "challenge_id", value: .text(pendingChallengeID)),
                                       (key: "answer", value: .secret(answer))])

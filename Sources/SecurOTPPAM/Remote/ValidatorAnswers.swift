@@ -12,6 +12,9 @@ struct PreflightAnswer {
     }
 
     let hasTokens: Bool
+    /// The user has an active device and pushes are not blocked (docs/push.md): the module
+    /// may offer an approval on the device.
+    let push: Bool
     let ocraChallenge: OCRAChallenge?
     /// Digits of the user's tokens (OCRA excepted), for forward_pass.
     let codeDigits: [Int]
@@ -35,6 +38,129 @@ struct PreflightAnswer {
         }
         self.hasTokens = hasTokens
         self.codeDigits = codeDigits
+        // A validator without push support sends no `push`: no approval is offered.
+        switch json["push"] {
+        case nil, .null?: push = false
+        case .bool(let value)?: push = value
+        default: return nil
+        }
+    }
+}
+
+/// `POST /v1/push`'s answer: the request the validator holds for this login (docs/push.md).
+struct PushOpened {
+    /// `pr` and 32 lowercase hex digits.
+    let id: String
+    /// Unix seconds.
+    let expires: Int64
+    /// This host's name on the validator, as the device signs it.
+    let host: String
+
+    init?(_ json: JSONValue) {
+        guard let id = json["id"]?.string, PushText.isRequestID(id),
+              let expires = json["expires"]?.integer, expires > 0, expires < 100_000_000_000,
+              let host = json["host"]?.string, PushText.isHostName(host) else { return nil }
+        self.id = id
+        self.expires = expires
+        self.host = host
+    }
+}
+
+/// `POST /v1/push/wait`'s answer: the request's state, and the device's approval once.
+struct PushWaitAnswer {
+    enum State: String {
+        case pending, approved, denied, expired, failed, cancelled, consumed
+    }
+
+    let state: State
+    let approval: DeviceApproval?
+
+    /// `id`: the request asked about; an answer about another one is unreadable.
+    init?(_ json: JSONValue, id: String) {
+        guard json["id"]?.string == id, let text = json["state"]?.string, let state = State(rawValue: text) else { return nil }
+        self.state = state
+        if let value = json["approval"], value != .null {
+            guard let approval = DeviceApproval(value) else { return nil }
+            self.approval = approval
+        } else {
+            approval = nil
+        }
+        // An approval comes with `approved`, or with `consumed` as the request moves on when it
+        // is handed out (docs/push.md: either reading); `approved` never comes without one.
+        if approval != nil, state != .approved, state != .consumed { return nil }
+        if approval == nil, state == .approved { return nil }
+    }
+}
+
+/// A device's signed answer as the validator relays it; every binary field decoded and
+/// bounded here, checked by PushApprovalCheck.
+struct DeviceApproval {
+    /// `dv` and 16 lowercase hex digits.
+    let device: String
+    /// FIDO UAF authenticator id, `VVVV#MMMM`.
+    let aaid: String
+    let publicKey: [UInt8]
+    /// Standard base64 of the CA's DER signature, as DeviceCertificate reads it.
+    let certificate: String?
+    let authenticatorData: [UInt8]
+    let clientDataJSON: [UInt8]
+    let signature: [UInt8]
+
+    init?(_ json: JSONValue) {
+        guard let device = json["device"]?.string, PushText.isDeviceID(device),
+              let aaid = json["aaid"]?.string, PushText.isAAID(aaid),
+              let publicKey = Self.binary(json, "public_key", max: 256),
+              let authenticatorData = Self.binary(json, "authenticator_data", max: 256),
+              let clientDataJSON = Self.binary(json, "client_data_json", max: 4096),
+              let signature = Self.binary(json, "signature", max: 256),
+              let certificate = ValidatorText.optionalString(json, "certificate"),
+              certificate.map({ (1...512).contains($0.utf8.count) }) ?? true else { return nil }
+        self.device = device
+        self.aaid = aaid
+        self.publicKey = publicKey
+        self.certificate = certificate
+        self.authenticatorData = authenticatorData
+        self.clientDataJSON = clientDataJSON
+        self.signature = signature
+    }
+
+    private static func binary(_ json: JSONValue, _ key: String, max: Int) -> [UInt8]? {
+        guard let text = json[key]?.string, text.utf8.count <= max * 4 / 3 + 4, let bytes = Base64.decode(text, .url),
+              !bytes.isEmpty, bytes.count <= max else { return nil }
+        return bytes
+    }
+}
+
+/// The shapes of push identifiers (docs/push.md, "Words"): checked before they reach a log
+/// line or go back to the validator.
+enum PushText {
+    static func isRequestID(_ text: String) -> Bool { isPrefixedHex(text, "pr", digits: 32) }
+    static func isDeviceID(_ text: String) -> Bool { isPrefixedHex(text, "dv", digits: 16) }
+
+    /// `VVVV#MMMM`, upper-case hex.
+    static func isAAID(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 9, bytes[4] == UInt8(ascii: "#") else { return false }
+        for (index, byte) in bytes.enumerated() where index != 4 {
+            guard (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) else { return false }
+        }
+        return true
+    }
+
+    /// A credential's name as the validator accepts it (AccessRules.checked): 1–64 ASCII
+    /// letters, digits, '.', '-', '_', '@'.
+    static func isHostName(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5a) || (byte >= 0x61 && byte <= 0x7a)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "@")
+        }
+    }
+
+    private static func isPrefixedHex(_ text: String, _ prefix: String, digits: Int) -> Bool {
+        let bytes = Array(text.utf8)
+        let head = Array(prefix.utf8)
+        guard bytes.count == head.count + digits, Array(bytes[..<head.count]) == head else { return false }
+        return bytes[head.count...].allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 }
 

@@ -91,11 +91,13 @@ struct ValidatorClient {
     }
 
     /// POST `body` to `path` ("/v1/verify"): the answer, a JSON object. The body is the
-    /// caller's to wipe.
-    func post(_ path: String, _ body: SecretBytes) throws(ValidatorFailure) -> JSONValue {
+    /// caller's to wipe. `seconds`: how long the request may take (default `timeout=`); a
+    /// long-poll (`/v1/push/wait`) passes its own bound, the wait plus `timeout=`.
+    func post(_ path: String, _ body: SecretBytes, seconds: Int? = nil) throws(ValidatorFailure) -> JSONValue {
+        let timeoutMilliseconds = (seconds ?? settings.timeout) * 1000
         var response = securotp_http_response()
         defer { securotp_http_response_free(&response) }
-        var rc = perform(path, body, &response)
+        var rc = perform(path, body, &response, timeoutMilliseconds: timeoutMilliseconds)
         // Nothing was sent (connection refused): a validator restarting closes its port for a
         // fraction of a second (docs/validator.md, "Restarts and upgrades"). Try again a few
         // times within the timeout; never after a request went out, which could act twice.
@@ -106,7 +108,7 @@ struct ValidatorClient {
             waited += delay
             securotp_http_response_free(&response)
             response = securotp_http_response()
-            rc = perform(path, body, &response)
+            rc = perform(path, body, &response, timeoutMilliseconds: timeoutMilliseconds)
         }
         guard rc == 0 else {
             let reason = withUnsafeBytes(of: response.error) { raw in String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self) }
@@ -127,7 +129,7 @@ struct ValidatorClient {
     }
 
     /// One transfer.
-    private func perform(_ path: String, _ body: SecretBytes, _ response: inout securotp_http_response) -> Int32 {
+    private func perform(_ path: String, _ body: SecretBytes, _ response: inout securotp_http_response, timeoutMilliseconds: Int) -> Int32 {
         address.url(path).withCString { (url: UnsafePointer<CChar>) -> Int32 in
             withOptionalCString(settings.caFile) { (caFile: UnsafePointer<CChar>?) -> Int32 in
                 withOptionalCString(settings.clientCertificate) { (certificate: UnsafePointer<CChar>?) -> Int32 in
@@ -143,7 +145,7 @@ struct ValidatorClient {
                                 request.client_key = key
                                 request.body = bytes.baseAddress
                                 request.body_length = bytes.count
-                                request.timeout_ms = settings.timeout * 1000
+                                request.timeout_ms = timeoutMilliseconds
                                 return securotp_http_perform(&request, &response)
                             }
                         }
@@ -158,7 +160,9 @@ struct ValidatorClient {
         let answer = response.body.flatMap { JSONReader.parse(UnsafeBufferPointer(start: $0, count: response.body_length)) }
         let status = response.status
         switch status {
-        case 200:
+        case 204 where response.body_length == 0: // a report taken (/v1/push/result)
+            return .object([])
+        case 200, 201: // 201: a push request was made
             guard let answer, answer.isObject else { throw .unavailable("unreadable answer (not a JSON object)") }
             return answer
         case 401: throw .credentialRefused(Self.message(answer, status: status))
@@ -193,4 +197,23 @@ enum ValidatorFailure: Error {
     case rateLimited(String)
     /// Another 4xx: the validator refused the request itself.
     case refused(status: Int, String)
+}
+
+extension ValidatorFailure {
+    /// The validator answered and said no (4xx): not its absence.
+    var isRefusal: Bool {
+        if case .unavailable = self { return false }
+        return true
+    }
+
+    /// What the log says about it (the validator's words were cleaned when read).
+    var logText: String {
+        switch self {
+        case .unavailable(let reason): reason
+        case .credentialRefused(let message): "credential refused: \(message)"
+        case .forbidden(let message): "forbidden: \(message)"
+        case .rateLimited(let message): "rate-limited: \(message)"
+        case .refused(let status, let message): "HTTP \(status): \(message)"
+        }
+    }
 }

@@ -1,0 +1,77 @@
+import SecurOTPCore
+import SecurOTPStore
+
+/// The host's own check of a device's approval (docs/push.md, "The signed statement"): it
+/// rebuilds the statement from what it sent — its nonce and number, the login's context, the
+/// request id and expiry the validator gave, this host's name — and verifies the device's
+/// signature over it, never taking the validator's word. With `device_ca=` the device's key
+/// must also carry the admin's certificate for this user and device.
+struct PushApprovalCheck {
+    /// The request as this host made it.
+    struct Request {
+        let id: String
+        let user: String
+        let host: String
+        let context: PushContext
+        let challenge: PushChallenge
+        let expires: Int64
+
+        /// The statement the device must have signed, for `device`.
+        func statement(device: String) -> PushStatement {
+            PushStatement(id: id, user: user, host: host, service: context.service, remoteAddress: context.remoteAddress,
+                          tty: context.tty, command: context.command, nonce: challenge.nonce, number: challenge.number,
+                          expires: String(expires), device: device)
+        }
+    }
+
+    enum Result: Equatable {
+        case accepted(userVerified: Bool)
+        /// `reason`: snake_case, for the log and `POST /v1/push/result`.
+        case refused(reason: String)
+    }
+
+    /// The SPKI DER of `device_ca=`, when set.
+    let deviceCA: [UInt8]?
+    let requireUserVerification: Bool
+
+    /// The kinds of device this host can check: securotp-authenticator. (Browser passkeys,
+    /// FFFF#0002, sign another origin's client data: issue 16.)
+    static let authenticatorAAID = "FFFF#0001"
+
+    func check(_ approval: DeviceApproval, for request: Request) -> Result {
+        guard approval.aaid == Self.authenticatorAAID else { return .refused(reason: "unsupported_authenticator") }
+        if let deviceCA {
+            guard let certificate = approval.certificate else { return .refused(reason: "certificate_missing") }
+            guard DeviceCertificate.verify(certificate: certificate, user: request.user, device: approval.device,
+                                           publicKey: approval.publicKey, caPublicKey: deviceCA)
+            else { return .refused(reason: "certificate_invalid") }
+        }
+        let challenge = request.statement(device: approval.device).challenge
+        let result = ApprovalAssertion.verify(authenticatorData: approval.authenticatorData, clientDataJSON: approval.clientDataJSON,
+                                              signature: approval.signature, publicKey: approval.publicKey, expectedChallenge: challenge,
+                                              expectedType: ClientData.pushType, expectedOrigin: ClientData.pushOrigin,
+                                              expectedRPID: ClientData.pushRPID, requireUserVerification: requireUserVerification)
+        switch result {
+        case .accepted(_, let userVerified): return .accepted(userVerified: userVerified)
+        case .refused(let refusal): return .refused(reason: refusal.code)
+        }
+    }
+
+    /// `device_ca=`'s key, checked like `ca_file` (root-owned, not writable by others) and
+    /// required to be a P-256 public key. The error names the file and what to do.
+    static func loadDeviceCA(_ path: String) throws(StoreError) -> [UInt8] {
+        let bytes = try FileSecurity.contents(of: path, .policy, maxSize: DeviceCertificate.maxPEMLength)
+        guard let key = DeviceCertificate.publicKey(pem: bytes), isP256(key) else {
+            throw StoreError(.config, "device_ca=\(path) holds no P-256 public key (expected a PEM \"PUBLIC KEY\" block: openssl pkey -in CA-KEY -pubout)")
+        }
+        return key
+    }
+
+    /// The fixed DER prefix of a P-256 SubjectPublicKeyInfo with an uncompressed point
+    /// (id-ecPublicKey, prime256v1), 91 bytes in all.
+    static func isP256(_ key: [UInt8]) -> Bool {
+        let prefix: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
+                               0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04]
+        return key.count == 91 && Array(key[..<prefix.count]) == prefix
+    }
+}
