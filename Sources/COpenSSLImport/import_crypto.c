@@ -82,25 +82,6 @@ static int is_p256(EVP_PKEY *key) {
     return strcmp(group, "prime256v1") == 0;
 }
 
-int securotp_es256_verify(const uint8_t *spki, size_t spki_len, const uint8_t *message, size_t message_len,
-                          const uint8_t *signature, size_t signature_len) {
-    if (spki_len > 1024 || signature_len > 256) return -1;
-    const unsigned char *cursor = spki;
-    EVP_PKEY *key = d2i_PUBKEY(NULL, &cursor, (long)spki_len);
-    if (key == NULL || cursor != spki + spki_len || !is_p256(key)) {
-        EVP_PKEY_free(key);
-        return -1;
-    }
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-    int result = 0;
-    if (ctx != NULL && EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, key) == 1 &&
-        EVP_DigestVerify(ctx, signature, signature_len, message, message_len) == 1)
-        result = 1;
-    EVP_MD_CTX_free(ctx);
-    EVP_PKEY_free(key);
-    return result;
-}
-
 static EVP_PKEY *read_pem(const char *pem, size_t pem_len, int is_private) {
     if (pem_len > 65536) return NULL;
     BIO *bio = BIO_new_mem_buf(pem, (int)pem_len);

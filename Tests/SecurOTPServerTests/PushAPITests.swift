@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SecurOTPCore
 import HummingbirdTesting
 import SecurOTPServer
 import SecurOTPService
@@ -294,5 +295,21 @@ struct PushAPITests {
         #expect(PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey))
         #expect(!PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "bob", device: "dv0123456789abcdef", publicKey: device.publicKey))
         #expect(!PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "alice", device: "dv0123456789abcdee", publicKey: device.publicKey))
+        #expect(DeviceCertificate.verify(certificate: certificate, user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey,
+                                         caPublicKey: ca.publicKey), "the hosts' verifier accepts what securotp device certify makes")
+    }
+
+    @Test("The validator's statement is byte for byte the one hosts and devices build (SecurOTPCore/Push)")
+    func sameStatement() {
+        let ours = PushRules.statement(id: "pr" + String(repeating: "a", count: 32), user: "alice", host: "web1", service: "sudo",
+                                       remoteAddress: "", tty: "/dev/pts/1", command: "/usr/bin/id -u", nonce: Self.nonce, number: "004711",
+                                       expires: 1_800_000_060, device: "dv0123456789abcdef")
+        let core = PushStatement(id: "pr" + String(repeating: "a", count: 32), user: "alice", host: "web1", service: "sudo", remoteAddress: "",
+                                 tty: "/dev/pts/1", command: "/usr/bin/id -u", nonce: Self.nonce, number: "004711", expires: "1800000060",
+                                 device: "dv0123456789abcdef")
+        #expect(ours == core.bytes)
+        let key = Array(repeating: UInt8(9), count: 91)
+        #expect(PushRules.certificateMessage(user: "alice", device: "dv0123456789abcdef", publicKey: key)
+                == DeviceCertificate.statement(user: "alice", device: "dv0123456789abcdef", publicKey: key))
     }
 }

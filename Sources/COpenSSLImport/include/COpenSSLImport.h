@@ -26,13 +26,8 @@ int securotp_pbkdf2(int algorithm, const uint8_t *password, size_t password_len,
    length (in_len - 8) or -1 when the integrity check fails. */
 long securotp_aes_key_unwrap(const uint8_t *kek, size_t kek_len, const uint8_t *in, size_t in_len, uint8_t *out);
 
-/* ECDSA P-256 with SHA-256 (ES256), for push approval (docs/push.md): the validator's own
-   check of a device's answer and `securotp device certify`. */
-
-/* Verifies a DER signature over `message` with a P-256 public key given as SPKI DER.
-   Returns 1 when it verifies, 0 when not, -1 when the key is not a P-256 SPKI. */
-int securotp_es256_verify(const uint8_t *spki, size_t spki_len, const uint8_t *message, size_t message_len,
-                          const uint8_t *signature, size_t signature_len);
+/* ECDSA P-256 with SHA-256 (ES256) signing and keys, for push approval (docs/push.md):
+   `securotp device certify` and test devices. Verifying is COpenSSL's securotp_es256_verify. */
 
 /* Signs `message` with a P-256 private key in PEM (PKCS#8 or SEC1). Writes the DER signature
    to `out` (at least 80 bytes) and returns its length, or -1 (not a P-256 key, no memory). */

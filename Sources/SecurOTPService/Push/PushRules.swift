@@ -163,8 +163,6 @@ public enum PushRules {
         return out
     }
 
-    static let rpIDHash = sha256(Array("securotp-push".utf8))
-
     public enum ApprovalCheck: Equatable, Sendable {
         case verified(counter: UInt32, userVerified: Bool)
         case refused(String)
@@ -174,39 +172,26 @@ public enum PushRules {
     /// data and the ES256 signature over authenticatorData || SHA-256(clientDataJSON).
     public static func checkApproval(statement: [UInt8], publicKey: [UInt8], authenticatorData: [UInt8], clientDataJSON: [UInt8],
                                      signature: [UInt8], requireUserVerification: Bool) -> ApprovalCheck {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(clientDataJSON)) as? [String: Any],
-              object["type"] as? String == "securotp.push.approve", object["origin"] as? String == "securotp:push",
-              let challenge = object["challenge"] as? String else { return .refused("client data is not a securotp push approval") }
-        guard let challengeBytes = base64URLDecode(challenge), ConstantTime.equal(challengeBytes, sha256(statement)) else {
-            return .refused("the challenge is not this request's")
+        // The one verifier hosts and devices use too (SecurOTPCore/Push, docs/push.md).
+        switch ApprovalAssertion.verify(authenticatorData: authenticatorData, clientDataJSON: clientDataJSON, signature: signature,
+                                        publicKey: publicKey, expectedChallenge: sha256(statement), expectedType: ClientData.pushType,
+                                        expectedOrigin: ClientData.pushOrigin, expectedRPID: ClientData.pushRPID,
+                                        requireUserVerification: requireUserVerification) {
+        case .accepted(let counter, let userVerified): return .verified(counter: counter, userVerified: userVerified)
+        case .refused(.badSignature): return .refused("signature does not verify")
+        case .refused(.notVerified): return .refused("user verification (device PIN) required")
+        case .refused(let refusal): return .refused(refusal.code)
         }
-        guard authenticatorData.count == 37, Array(authenticatorData[0..<32]) == rpIDHash else {
-            return .refused("authenticator data is not for securotp-push")
-        }
-        let flags = authenticatorData[32]
-        guard flags & 1 == 1 else { return .refused("user presence not set") }
-        let userVerified = flags & 4 == 4
-        if requireUserVerification, !userVerified { return .refused("user verification (device PIN) required") }
-        let counter = authenticatorData[33..<37].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        let signed = authenticatorData + sha256(clientDataJSON)
-        let result = publicKey.withUnsafeBufferPointer { key in
-            signed.withUnsafeBufferPointer { message in
-                signature.withUnsafeBufferPointer { sig in
-                    securotp_es256_verify(key.baseAddress, key.count, message.baseAddress, message.count, sig.baseAddress, sig.count)
-                }
-            }
-        }
-        guard result == 1 else { return .refused("signature does not verify") }
-        return .verified(counter: counter, userVerified: userVerified)
     }
 
-    /// Whether `spki` is a P-256 public key (SubjectPublicKeyInfo DER).
+    /// The DER prefix of every P-256 SubjectPublicKeyInfo with an uncompressed point (91 bytes).
+    static let p256SPKIPrefix: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08,
+                                          0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04]
+
+    /// Whether `spki` is a P-256 public key as the hosts' verifier reads it; the point itself
+    /// is checked by each signature verification (SPKI DER, docs/push.md).
     static func isP256PublicKey(_ spki: [UInt8]) -> Bool {
-        // A signature that cannot verify still tells a usable key (0) from an unusable one (-1).
-        let probe: [UInt8] = [0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01]
-        return spki.withUnsafeBufferPointer { key in
-            probe.withUnsafeBufferPointer { sig in securotp_es256_verify(key.baseAddress, key.count, sig.baseAddress, 0, sig.baseAddress, sig.count) }
-        } >= 0
+        spki.count == Int(SECUROTP_P256_SPKI_LENGTH) && Array(spki.prefix(p256SPKIPrefix.count)) == p256SPKIPrefix
     }
 
     /// Checks a device certificate (docs/push.md) against a CA public key (PEM); for tests and `doctor`.
@@ -217,13 +202,7 @@ public enum PushRules {
         }
         guard length > 0, let signature = Data(base64Encoded: certificate) else { return false }
         let message = certificateMessage(user: user, device: device, publicKey: publicKey)
-        let key = Array(spki.prefix(length))
-        let sig = Array(signature)
-        return key.withUnsafeBufferPointer { k in
-            message.withUnsafeBufferPointer { m in
-                sig.withUnsafeBufferPointer { s in securotp_es256_verify(k.baseAddress, k.count, m.baseAddress, m.count, s.baseAddress, s.count) }
-            }
-        } == 1
+        return ApprovalAssertion.es256Verify(publicKey: Array(spki.prefix(length)), message: message, signature: Array(signature))
     }
 
     /// Signs `message` with a PEM P-256 private key: a DER signature, or nil.
