@@ -16,7 +16,7 @@ MODULE = $(CURDIR)/.build/embedded/pam_securotp.so
 # Fuzzing: every parser's libFuzzer harness for FUZZ_SECONDS each (fuzz/README.md).
 FUZZ_SECONDS ?= 20
 
-.PHONY: all build softfido demo test test-deb deb bench bench-timing bench-validator fuzz install uninstall clean
+.PHONY: all build softfido demo test test-deb deb bench bench-timing bench-validator bench-push fuzz install uninstall clean
 
 all: build
 
@@ -88,6 +88,15 @@ bench-validator:
 	scripts/install-deps.sh bench
 	$(MAKE) --no-print-directory build
 	SECUROTPD_BIN="$(BIN)/securotpd" SECUROTP_CLI="$(BIN)/securotp" bench/validator/run.sh
+
+# Push approval: device approves -> login returns, securotp vs privacyIDEA's push token in
+# poll-only mode, and one securotpd holding 10,000 waiting logins (bench/README.md).
+# privacyIDEA comes from PyPI into the venv bench-validator uses.
+bench-push:
+	scripts/install-deps.sh bench
+	$(MAKE) --no-print-directory build
+	SECUROTPD_BIN="$(BIN)/securotpd" SECUROTP_CLI="$(BIN)/securotp" PAM_CHECK="$(BIN)/pam-check" \
+		SECUROTP_MODULE="$(MODULE)" bench/push/run.sh
 
 # `make build` first as yourself; `sudo make install` then builds nothing when it is up to date
 # and finds swift even where sudo's secure_path hides it.

@@ -19,8 +19,9 @@ demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs
 # from PyPI, pinned, into its own venv under bench/validator/out/ rather than the system python:
-# it pins its own dependency versions; postgresql for securotpd's PostgreSQL backend).
-bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath curl openssl strace python3-venv postgresql)
+# it pins its own dependency versions; postgresql for securotpd's PostgreSQL backend);
+# python3-cryptography: bench/push plays the device (P-256 signatures) with the system python.
+bench=("${build[@]}" oathtool pamtester hyperfine libpam-google-authenticator libpam-oath curl openssl strace python3-venv postgresql python3-cryptography)
 # libFuzzer, AddressSanitizer and lld come with the Swift toolchain; the PSKC harnesses load
 # FoundationXML, which needs libxml2. (fuzz/corpus/generate.py, not run by CI, uses PyPI python-pskc.)
 fuzz=("${build[@]}" libxml2)

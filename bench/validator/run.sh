@@ -320,15 +320,7 @@ PI_CACHE=$OUT/privacyidea-instance
 # The instance is provisioned once (privacyIDEA needs 20-80 ms of ORM work per token) and
 # copied for every run, so each run starts from the same fresh state.
 pi_prepare() {
-    local installed
-    installed=$("$PI_VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("privacyidea"))' 2>/dev/null || true)
-    if [ ! -x "$PI_VENV/bin/gunicorn" ] || [ "$installed" != "$PI_VERSION" ]; then
-        note "installing privacyIDEA $PI_VERSION and gunicorn from PyPI into $PI_VENV"
-        rm -rf -- "$PI_VENV"
-        python3 -m venv "$PI_VENV" || die "python3 -m venv failed (Debian: apt-get install python3-venv)"
-        "$PI_VENV/bin/pip" install -q "privacyidea==$PI_VERSION" gunicorn ||
-            die "pip install privacyidea==$PI_VERSION gunicorn failed"
-    fi
+    "$HERE/privacyidea/install-venv.sh" "$PI_VENV" "$PI_VERSION" || die "cannot install privacyIDEA $PI_VERSION"
     "$PI_VENV/bin/pip" freeze >"$RUN/privacyidea-pip-freeze.txt" 2>/dev/null
 
     local key
