@@ -42,13 +42,6 @@ public enum FidoAssertionCheck {
     static let flagUserPresent: UInt8 = 0x01
     static let flagUserVerified: UInt8 = 0x04
 
-    /// DER SubjectPublicKeyInfo prefix of an uncompressed P-256 point: with x||y, the 91-byte
-    /// key COpenSSL's securotp_es256_verify takes.
-    static let p256SPKIPrefix: [UInt8] = [
-        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01, 0x06, 0x08, 0x2a, 0x86, 0x48,
-        0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04,
-    ]
-
     public static func verify(authenticatorData: [UInt8], signature: [UInt8], clientDataHash: [UInt8],
                               credential: FidoCredential, requirePresence: Bool, requireVerification: Bool) -> Outcome {
         guard authenticatorData.count >= 37, clientDataHash.count == 32 else { return .refused(.malformed) }
@@ -59,7 +52,7 @@ public enum FidoAssertionCheck {
 
         guard credential.type == .es256, credential.publicKey.count == 64 else { return .refused(.unsupportedKeyType) }
         // The one ES256 verifier (libcrypto's low-level EC path), shared with push approvals.
-        guard ApprovalAssertion.es256Verify(publicKey: p256SPKIPrefix + credential.publicKey, message: authenticatorData + clientDataHash,
+        guard ApprovalAssertion.es256Verify(publicKey: P256PublicKey.spki(point: credential.publicKey), message: authenticatorData + clientDataHash,
                                             signature: signature) else { return .refused(.badSignature) }
 
         let flags = authenticatorData[32]

@@ -61,17 +61,9 @@ struct PushApprovalCheck {
     /// required to be a P-256 public key. The error names the file and what to do.
     static func loadDeviceCA(_ path: String) throws(StoreError) -> [UInt8] {
         let bytes = try FileSecurity.contents(of: path, .policy, maxSize: DeviceCertificate.maxPEMLength)
-        guard let key = DeviceCertificate.publicKey(pem: bytes), isP256(key) else {
+        guard let key = DeviceCertificate.publicKey(pem: bytes), P256PublicKey.isSPKI(key) else {
             throw StoreError(.config, "device_ca=\(path) holds no P-256 public key (expected a PEM \"PUBLIC KEY\" block: openssl pkey -in CA-KEY -pubout)")
         }
         return key
-    }
-
-    /// The fixed DER prefix of a P-256 SubjectPublicKeyInfo with an uncompressed point
-    /// (id-ecPublicKey, prime256v1), 91 bytes in all.
-    static func isP256(_ key: [UInt8]) -> Bool {
-        let prefix: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01,
-                               0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04]
-        return key.count == 91 && Array(key[..<prefix.count]) == prefix
     }
 }

@@ -162,15 +162,8 @@ public enum PushRules {
         }
     }
 
-    /// The DER prefix of every P-256 SubjectPublicKeyInfo with an uncompressed point (91 bytes).
-    static let p256SPKIPrefix: [UInt8] = [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08,
-                                          0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00, 0x04]
-
-    /// Whether `spki` is a P-256 public key as the hosts' verifier reads it; the point itself
-    /// is checked by each signature verification (SPKI DER, docs/push.md).
-    public static func isP256PublicKey(_ spki: [UInt8]) -> Bool {
-        spki.count == Int(SECUROTP_P256_SPKI_LENGTH) && Array(spki.prefix(p256SPKIPrefix.count)) == p256SPKIPrefix
-    }
+    /// Whether `spki` is a P-256 public key as the hosts' verifier reads it (docs/push.md).
+    public static func isP256PublicKey(_ spki: [UInt8]) -> Bool { P256PublicKey.isSPKI(spki) }
 
     /// Checks a device certificate (docs/push.md) against a CA public key (PEM); for tests and `doctor`.
     public static func verifyCertificate(_ certificate: String, caPublicKeyPEM: String, user: String, device: String, publicKey: [UInt8]) -> Bool {
