@@ -66,7 +66,12 @@ struct FidoEnroll: ContextCommand {
     @Flag(name: .customLong("no-presence"), help: "Do not require a touch at login (pam_u2f's -P).") var noPresence = false
     @Option(help: "text or json.") var format: OutputFormat = .text
 
-    func run(in context: CommandContext) async throws {
+    // The work is synchronous and kept out of the async run(in:): inside it, this body crashes
+    // the release compiler's coroutine splitting (Swift 6.3.1, signal 11 in CoroSplit).
+    func run(in context: CommandContext) async throws { try enroll(in: context) }
+
+    @inline(never)
+    private func enroll(in context: CommandContext) throws {
         try Store.validate(user: user)
         guard type == "es256" else { throw CLIError.usage("--type \(TerminalText.quoted(type)): only es256 credentials are verified by this version") }
         var fido = context.settings.fido
