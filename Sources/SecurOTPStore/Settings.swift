@@ -110,7 +110,7 @@ public struct Settings: Sendable, Equatable {
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule
         default:
-            throw StoreError(.config, "\(origin.describe(key)): unknown setting; see securotp.conf(5) or docs/configuration.md")
+            throw StoreError(.config, "\(origin.describe(key)): unknown setting; see pam_securotp(8) or docs/configuration.md")
         }
     }
 

@@ -1,7 +1,7 @@
 /// Push approval (docs/push.md): devices, and logins that ask them. A protocol of its own beside
-/// TokenService, so that a backend without it (PostgreSQL, for now) is told apart by a cast and
-/// the server answers `not_supported`. Authorisation is the server's, as for TokenService;
-/// every implementation audits what it does.
+/// TokenService, so that a backend without it is told apart by a cast and the server answers
+/// `not_supported` (SQLite, PostgreSQL and the remote client all implement it). Authorisation
+/// is the server's, as for TokenService; every implementation audits what it does.
 public protocol DeviceService: Sendable {
     var pushPolicy: PushPolicy { get }
 
@@ -42,7 +42,7 @@ public protocol DeviceService: Sendable {
     func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus
 }
 
-/// The validator's push settings (securotpd.conf, docs/configuration.md).
+/// The validator's push settings (securotpd.conf, docs/validator.md).
 public struct PushPolicy: Sendable, Equatable {
     /// `push_limit`: requests since the last successful push at most (0: no limit).
     public var limit = 5

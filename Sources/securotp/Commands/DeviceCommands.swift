@@ -26,11 +26,12 @@ struct DeviceCommand: AsyncParsableCommand {
         subcommands: [Add.self, ListDevices.self, Remove.self, UnlockCode.self, Certify.self, UnblockPush.self]
     )
 
-    /// The service as a DeviceService: the SQLite store and a remote validator serve devices.
+    /// The service as a DeviceService: the SQLite store, PostgreSQL (--database) and a remote
+    /// validator (--server) all serve devices; the cast fails only for a backend without push.
     static func withDevices<R>(_ context: CommandContext, create: Bool = false, _ body: (any DeviceService) async throws -> R) async throws -> R {
         try await context.withService(create: create) { service in
             guard let devices = service as? any DeviceService else {
-                throw ServiceError(.notSupported, "push devices are kept in the SQLite store (or through a validator, --server) for now; not in PostgreSQL")
+                throw ServiceError(.notSupported, "this store does not keep push devices; use the SQLite store (--state-dir), PostgreSQL (--database) or a validator (--server)")
             }
             return try await body(devices)
         }
