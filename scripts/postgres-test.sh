@@ -23,6 +23,15 @@ if ! pg_lsclusters -h 2>/dev/null | awk '{print $4}' | grep -q online; then
 fi
 as_postgres() { $sudo runuser -u postgres -- "$@"; }
 for _ in $(seq 1 30); do as_postgres psql -qAtc "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
+# The unit tests run suites in parallel, each PostgreSQL one with its own pools (verification,
+# push, LISTEN): 100 connections, Debian's default, ran out once push tests were added.
+wanted_connections=400
+if [ "$(as_postgres psql -qAtc "SHOW max_connections")" -lt "$wanted_connections" ]; then
+  as_postgres psql -qc "ALTER SYSTEM SET max_connections = $wanted_connections" >/dev/null
+  cluster=$(pg_lsclusters -h | awk '$4 == "online" {print $2; exit}')
+  $sudo pg_ctlcluster "$version" "$cluster" restart
+  for _ in $(seq 1 30); do as_postgres psql -qAtc "SELECT 1" >/dev/null 2>&1 && break; sleep 1; done
+fi
 as_postgres psql -qAtc "SELECT 1 FROM pg_roles WHERE rolname = 'securotp'" | grep -q 1 \
   || as_postgres psql -qc "CREATE ROLE securotp LOGIN CREATEDB PASSWORD 'securotp-test'"
 as_postgres psql -qc "ALTER ROLE securotp CREATEDB PASSWORD 'securotp-test'" >/dev/null
