@@ -153,8 +153,8 @@ struct PushAPITests {
             let answer = try await waited
             let elapsed = Date().timeIntervalSince(started)
             #expect(answer.string("state") == "consumed" && answer["approval"] != nil, "\(answer.text)")
-            // Measured from the answer's commit: a loaded machine (PostgreSQL tests in parallel) slows the calls, not the wake-up.
-            #expect(Date().timeIntervalSince(answered) < 3, "woke \(elapsed) s after the wait began, bound 20 s")
+            // Measured from the answer's commit, bounded well under the 20 s wait: a loaded machine (PostgreSQL suites in parallel) slows the calls; a missed wake-up takes the whole 20 s.
+            #expect(Date().timeIntervalSince(answered) < 10, "woke \(elapsed) s after the wait began, bound 20 s")
             #expect(elapsed >= 0.3, "it waited for the answer")
 
             // A device's wait wakes when a request arrives.
@@ -164,7 +164,7 @@ struct PushAPITests {
             _ = try await Self.open(client, fixture, "alice")
             let list = try await arriving
             #expect((list["requests"] as? [Any])?.count == 1, "\(list.text)")
-            #expect(Date().timeIntervalSince(deviceStarted) < 5)
+            #expect(Date().timeIntervalSince(deviceStarted) < 10)
 
             // No answer: the wait ends after `wait` seconds, pending.
             let pendingID = try #require(try await Self.open(client, fixture, "alice").string("id"))
