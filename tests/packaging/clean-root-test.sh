@@ -145,12 +145,14 @@ r 'sed -i "s/^# deny = 5/deny = 5/" /etc/securotp/securotp.conf; mkdir -p -m 070
 key_before=$(r 'sha256sum /etc/securotp/securotp.key')
 # An older release's store: both package builds come from one tree, so the store is put back
 # at schema 2 by hand — what schema 2 was (Sources/SecurOTPStore/Schema.swift): without
-# migration 4's validator tables and migration 3's tokens.suite column — with alice's token in.
+# migration 5's push tables, migration 4's validator tables and migration 3's tokens.suite
+# column — with alice's token in.
 schema=$(r 'securotp status --format json' | python3 -c 'import json,sys; print(json.load(sys.stdin)["schema_version"])')
 python3 - "$root/var/lib/securotp/securotp.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-db.executescript("""DROP TABLE credentials; DROP TABLE audit; DROP TABLE challenges; DROP TABLE offline_grants;
+db.executescript("""DROP TABLE devices; DROP TABLE push_requests; DROP TABLE push_users;
+                    DROP TABLE credentials; DROP TABLE audit; DROP TABLE challenges; DROP TABLE offline_grants;
                     ALTER TABLE tokens DROP COLUMN suite; PRAGMA user_version = 2;""")
 db.close()
 PY
