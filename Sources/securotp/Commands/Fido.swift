@@ -166,9 +166,45 @@ enum FidoImport {
         return !FileManager.default.fileExists(atPath: source)
     }
 
+    /// A pam_u2f mapping file (u2f_keys, u2f_mappings): UTF-8 whose every line, besides blank
+    /// lines and `#` comments, is `user:KH,...`; not an otpauth list, XML or a CTF string.
+    static func looksLikeMappingFile(_ bytes: [UInt8]) -> Bool {
+        guard let text = String(validating: bytes, as: UTF8.self), !text.hasPrefix("<"), !text.contains("otpauth") else { return false }
+        let lines = U2FMappingFile.lines(text, origin: "", appID: "")
+        return !lines.isEmpty && lines.allSatisfy { !$0.user.isEmpty && !$0.user.contains("/") } && text.contains(",")
+    }
+
+    /// `securotp import USER FILE` with a pam_u2f mapping file: USER's line (the last one, as
+    /// pam_u2f reads it), all its credentials or none; a credential that cannot be imported
+    /// (resident, malformed) stops the import with the file, line and what to do.
+    static func run(user: String, mappingFile bytes: [UInt8], path: String, format: OutputFormat, context: CommandContext) throws {
+        let fido = context.settings.fido
+        let text = String(decoding: bytes, as: UTF8.self)
+        let shownPath = TerminalText.escaped(path)
+        guard let line = U2FMappingFile.line(for: user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
+            throw CLIError(message: "\(shownPath) has no line for \(user) (pam_u2f mapping file: user:KH,PK,type,attributes); nothing imported", exitCode: 65)
+        }
+        if let problem = line.problems.first {
+            throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
+        }
+        let store = try context.openFidoStore()
+        let added = try store.addFido(line.credentials, user: user, source: "mapping-file", maxTokens: context.settings.maxTokens,
+                                      now: context.now())
+        report(added, user: user, from: "\(shownPath):\(line.number)", format: format, context: context)
+    }
+
+    private static func report(_ added: [FidoCredential], user: String, from: String, format: OutputFormat, context: CommandContext) {
+        switch format {
+        case .json: context.print(JSONValue.array(added.map { FidoOutput.json($0, user: user) }).rendered)
+        case .text:
+            let origins = Set(added.map(\.origin)).sorted().joined(separator: ", ")
+            context.print("Imported \(added.count) FIDO credential\(added.count == 1 ? "" : "s") for \(user) from \(from) (origin \(origins)): \(added.map(\.serial).joined(separator: ", "))")
+        }
+    }
+
     static func run(user: String, line: String, format: OutputFormat, context: CommandContext) throws {
         let origin = context.settings.fido.effectiveOrigin
-        let parsed = FidoCredential.parse(line: line, origin: origin)
+        let parsed = FidoCredential.parse(line: line, origin: origin, appID: context.settings.fido.effectiveAppID)
         guard parsed.problem.isEmpty else { throw CLIError(message: "pam_u2f line: \(parsed.problem)", exitCode: 65) }
         guard parsed.user.isEmpty || parsed.user == user else {
             throw CLIError(message: "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)", exitCode: 65)
@@ -176,11 +212,7 @@ enum FidoImport {
         let store = try context.openFidoStore()
         let added = try store.addFido(parsed.credentials, user: user, source: "pamu2fcfg", maxTokens: context.settings.maxTokens,
                                       now: context.now())
-        switch format {
-        case .json: context.print(JSONValue.array(added.map { FidoOutput.json($0, user: user) }).rendered)
-        case .text:
-            context.print("Imported \(added.count) FIDO credential\(added.count == 1 ? "" : "s") for \(user) (origin \(origin)): \(added.map(\.serial).joined(separator: ", "))")
-        }
+        report(added, user: user, from: "the pam_u2f line", format: format, context: context)
     }
 }
 
