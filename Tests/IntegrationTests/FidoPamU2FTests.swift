@@ -192,3 +192,23 @@ struct FidoCountingTests {
         #expect(all.stdout.contains("\"kind\":\"fido\""), "\(all)")
     }
 }
+
+@Suite("FIDO: EdDSA credentials", .serialized)
+struct FidoEdDSATests {
+    @Test("securotp fido enroll --type eddsa makes an Ed25519 credential; the module checks its signature and logs in")
+    func eddsaLogin() throws {
+        let box = try Sandbox()
+        let key = SoftKey(box)
+        let enrolled = try key.run(box.securotp, ["--state-dir", box.state, "fido", "enroll", "root", "--type", "eddsa", "--format", "json"])
+        try #require(enrolled.status == 0, "\(enrolled)")
+        #expect(enrolled.stdout.contains("\"type\":\"eddsa\""), "\(enrolled)")
+        let service = try box.service("eddsa")
+        let login = try key.login(box, service, "root")
+        #expect(login.status == PAM.success, "\(login)")
+        #expect(try key.login(box, service, "root").status == PAM.success, "the counter rose")
+        #expect(try key.refusing().login(box, service, "root").status == PAM.authError)
+        #expect(try SoftKey(box, name: "other.state").login(box, service, "root").status == PAM.authError)
+        let rs256 = try key.run(box.securotp, ["--state-dir", box.state, "fido", "enroll", "root", "--type", "rs256"])
+        #expect(rs256.status != 0, "\(rs256)")
+    }
+}

@@ -59,7 +59,7 @@ struct FidoEnroll: ContextCommand {
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The Unix user who will log in with the key.", transform: CommandContext.canonical) var user: String
-    @Option(help: "es256 (the only type this version verifies).") var type: String = "es256"
+    @Option(help: "es256 (default) or eddsa (Ed25519).") var type: String = "es256"
     @Option(help: "The RP ID (default: pam://HOSTNAME).") var origin: String?
     @Flag(help: "Ask the key's PIN now and at every login (+pin).") var pin = false
     @Flag(help: "Ask the key to verify the user (built-in UV) at every login (+verification).") var uv = false
@@ -73,7 +73,10 @@ struct FidoEnroll: ContextCommand {
     @inline(never)
     private func enroll(in context: CommandContext) throws {
         try Store.validate(user: user)
-        guard type == "es256" else { throw CLIError.usage("--type \(TerminalText.quoted(type)): only es256 credentials are verified by this version") }
+        guard let keyType = FidoCredential.KeyType(rawValue: type), keyType != .rs256 else {
+            throw CLIError.usage("--type \(TerminalText.quoted(type)): es256 or eddsa (rs256 credentials are not verified by this version)")
+        }
+        let coseAlgorithm: Int32 = keyType == .eddsa ? -8 : -7
         var fido = context.settings.fido
         if let origin {
             guard FidoSettings.validOrigin(origin) else { throw CLIError.usage("--origin \(TerminalText.quoted(origin)) is not a usable RP ID") }
@@ -95,7 +98,7 @@ struct FidoEnroll: ContextCommand {
                         withOptionalCString(pinString) { pinPointer in
                             var request = securotp_fido_credential_request(
                                 rp_id: rp, user_name: name, user_id: id.baseAddress, user_id_length: id.count,
-                                client_data_hash: cdh.baseAddress, cose_algorithm: -7, resident: 0,
+                                client_data_hash: cdh.baseAddress, cose_algorithm: coseAlgorithm, resident: 0,
                                 uv: Int32(uv ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT), pin: pinPointer)
                             return securotp_fido_make_credential(&request, 60_000, &made, &error)
                         }
@@ -118,7 +121,7 @@ struct FidoEnroll: ContextCommand {
         let handleLength = made.credential_id_length, keyLength = made.public_key_length
         let handle = withUnsafeBytes(of: &made.credential_id) { Array($0.prefix(min(handleLength, $0.count))) }
         let key = withUnsafeBytes(of: &made.public_key) { Array($0.prefix(min(keyLength, $0.count))) }
-        let credential = FidoCredential(keyHandle: handle, publicKey: key, type: .es256, presence: !noPresence, verification: uv,
+        let credential = FidoCredential(keyHandle: handle, publicKey: key, type: keyType, presence: !noPresence, verification: uv,
                                         pin: pin, origin: rpID)
         let added = try store.addFido([credential], user: user, source: "enroll", maxTokens: context.settings.maxTokens,
                                       now: context.now())
