@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
+#include <openssl/evp.h>
 #include <openssl/obj_mac.h>
 #include <openssl/modes.h>
 #include <openssl/sha.h>
@@ -196,5 +197,20 @@ int securotp_es256_verify(const uint8_t *spki_der, size_t spki_len,
         valid = ECDSA_verify(0, digest, sizeof digest, signature_der, (int)signature_len, key) == 1;
     EC_POINT_free(point);
     EC_KEY_free(key);
+    return valid;
+}
+
+int securotp_ed25519_verify(const uint8_t *public_key, size_t public_key_len,
+                            const uint8_t *message, size_t message_len,
+                            const uint8_t *signature, size_t signature_len) {
+    if (public_key == NULL || signature == NULL || (message == NULL && message_len != 0)) return 0;
+    if (public_key_len != 32 || signature_len != 64) return 0;
+    EVP_PKEY *key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, NULL, public_key, public_key_len);
+    if (key == NULL) return 0;
+    EVP_MD_CTX *context = EVP_MD_CTX_new();
+    int valid = context != NULL && EVP_DigestVerifyInit(context, NULL, NULL, NULL, key) == 1 &&
+                EVP_DigestVerify(context, signature, signature_len, message, message_len) == 1;
+    EVP_MD_CTX_free(context);
+    EVP_PKEY_free(key);
     return valid;
 }

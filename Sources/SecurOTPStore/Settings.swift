@@ -18,7 +18,7 @@ public struct Settings: Sendable, Equatable {
     public var maxTokens = 10
     /// Remote mode (`validator=` and its companions); disabled by default.
     public var remote = ValidatorSettings()
-    /// FIDO security keys (`origin`, `cue_prompt`; docs/fido.md).
+    /// FIDO security keys (`origin`, `cue_prompt` and pam_u2f's options; docs/fido.md).
     public var fido = FidoSettings()
 
     public init() {}
@@ -101,6 +101,21 @@ public struct Settings: Sendable, Equatable {
         case "cue_prompt":
             guard let value, !value.isEmpty, value.utf8.count <= 200 else { throw fail("expected 1–200 characters") }
             fido.cuePrompt = value
+        // pam_u2f's options with the same meaning (docs/fido.md, "pam_u2f options").
+        case "cue": fido.cue = try flag()
+        case "nouserok": nullok = try flag()
+        case "appid":
+            guard let value, FidoSettings.validOrigin(value) else { throw fail("expected an RP ID such as pam://host (printable, no spaces or commas)") }
+            fido.appID = value
+        case "authfile":
+            guard let value, value.hasPrefix("/") else {
+                throw fail("expected an absolute path to a root-owned mapping file (a path relative to the home directory is not read)")
+            }
+            fido.authFile = value
+        case "userpresence": fido.userPresence = value == "-1" ? nil : try flag()
+        case "userverification": fido.userVerification = value == "-1" ? nil : try flag()
+        case "pinverification": fido.pinVerification = value == "-1" ? nil : try flag()
+        case "max_devices": fido.maxDevices = try integer(FidoSettings.maxDevicesRange)
         case "failmode":
             guard let value, let mode = FailMode(rawValue: value) else { throw fail("expected secure or safe") }
             remote.failMode = mode
@@ -110,6 +125,7 @@ public struct Settings: Sendable, Equatable {
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule
         default:
+            if let why = FidoSettings.unsupportedPamU2FOption(key) { throw StoreError(.config, "\(origin.describe(key)): \(why)") }
             throw StoreError(.config, "\(origin.describe(key)): unknown setting; see pam_securotp(8) or docs/configuration.md")
         }
     }

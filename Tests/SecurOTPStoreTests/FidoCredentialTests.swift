@@ -30,6 +30,30 @@ import Testing
                 "an uncompressed point's 0x04 is dropped")
     }
 
+    @Test("Old U2F-format KH,PK (web-safe base64, hex point) parses as es256 +presence for the app ID")
+    func oldFormat() throws {
+        let webSafe = Base64.encode(Self.keyHandle, .url)
+        let parsed = FidoCredential.parse(line: "alice:" + webSafe + ",04" + Hex.encode(Self.publicKey), origin: Self.origin, appID: "pam://old")
+        #expect(parsed.problem.isEmpty, "\(parsed.problem)")
+        let credential = try #require(parsed.credentials.first)
+        #expect(credential.keyHandle == Self.keyHandle && credential.publicKey == Self.publicKey && credential.type == .es256)
+        #expect(credential.presence && !credential.pin && credential.origin == "pam://old")
+        let notAPoint = FidoCredential.parse(line: "alice:" + webSafe + ",05" + Hex.encode(Self.publicKey), origin: Self.origin)
+        #expect(notAPoint.credentials.isEmpty && notAPoint.problem.contains("old U2F-format"))
+    }
+
+    @Test("A mapping file: comments and blank lines skipped, a user's last line counts, bad credentials named by position")
+    func mappingFile() throws {
+        let text = "# u2f_mappings\n\nalice:" + Self.field + "\nbob:*,x,es256,+presence:" + Self.field + "\nalice:" + Self.field + ":" + Self.field + "\nnocolon\n"
+        let alice = try #require(U2FMappingFile.line(for: "alice", in: text, origin: Self.origin, appID: Self.origin))
+        #expect(alice.number == 5 && alice.credentials.count == 2 && alice.problems.isEmpty)
+        let bob = try #require(U2FMappingFile.line(for: "bob", in: text, origin: Self.origin, appID: Self.origin))
+        #expect(bob.number == 4 && bob.credentials.count == 1 && bob.problems.count == 1 && bob.problems[0].hasPrefix("credential 1: resident"))
+        #expect(U2FMappingFile.line(for: "carol", in: text, origin: Self.origin, appID: Self.origin) == nil)
+        let all = U2FMappingFile.lines(text, origin: Self.origin, appID: Self.origin)
+        #expect(all.map(\.number) == [3, 4, 5, 6] && all[3].user.isEmpty && !all[3].problems.isEmpty)
+    }
+
     @Test("Refused: resident, old U2F format, bad base64, wrong key sizes, unknown type or attribute", arguments: [
         "alice:*," + Base64.encode(publicKey, .standard) + ",es256,+presence",
         "alice:" + Base64.encode(keyHandle, .standard) + ",04abcdef",

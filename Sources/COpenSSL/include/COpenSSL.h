@@ -47,6 +47,12 @@ int securotp_es256_verify(const uint8_t *spki_der, size_t spki_len,
                           const uint8_t *message, size_t message_len,
                           const uint8_t *signature_der, size_t signature_len);
 
+/* EdDSA (Ed25519, COSE -8) for FIDO credentials: the 32-byte public key, the 64-byte
+   signature over the message (EVP_DigestVerify, no pre-hash). Returns 1 valid, 0 anything else. */
+int securotp_ed25519_verify(const uint8_t *public_key, size_t public_key_len,
+                            const uint8_t *message, size_t message_len,
+                            const uint8_t *signature, size_t signature_len);
+
 /* Wipes memory in a way the compiler cannot drop (OPENSSL_cleanse). */
 void securotp_cleanse(void *buffer, size_t length);
 /* Constant-time equality of two equal-length buffers: 1 when equal (CRYPTO_memcmp). */

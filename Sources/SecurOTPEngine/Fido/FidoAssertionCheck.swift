@@ -23,7 +23,7 @@ public enum FidoRefusal: Sendable, Equatable {
         case .presenceMissing: "user presence required but not asserted"
         case .verificationMissing: "user verification (UV/PIN) required but not asserted"
         case .badSignature: "the signature does not verify with the enrolled public key"
-        case .unsupportedKeyType: "signatures of this key type cannot be checked (es256 only)"
+        case .unsupportedKeyType: "signatures of this key type cannot be checked (es256 and eddsa)"
         case .counterNotIncreased(let stored, let received):
             "signature counter \(received) is not above the stored \(stored): the key was cloned"
         }
@@ -50,10 +50,18 @@ public enum FidoAssertionCheck {
         securotp_sha256(rpID, rpID.count, &expectedHash)
         guard securotp_equal(authenticatorData, expectedHash, 32) == 1 else { return .refused(.rpIDMismatch) }
 
-        guard credential.type == .es256, credential.publicKey.count == 64 else { return .refused(.unsupportedKeyType) }
-        // The one ES256 verifier (libcrypto's low-level EC path), shared with push approvals.
-        guard ApprovalAssertion.es256Verify(publicKey: P256PublicKey.spki(point: credential.publicKey), message: authenticatorData + clientDataHash,
-                                            signature: signature) else { return .refused(.badSignature) }
+        let message = authenticatorData + clientDataHash
+        switch credential.type {
+        case .es256 where credential.publicKey.count == 64:
+            // The one ES256 verifier (libcrypto's low-level EC path), shared with push approvals.
+            guard ApprovalAssertion.es256Verify(publicKey: P256PublicKey.spki(point: credential.publicKey), message: message,
+                                                signature: signature) else { return .refused(.badSignature) }
+        case .eddsa where credential.publicKey.count == 32:
+            guard securotp_ed25519_verify(credential.publicKey, credential.publicKey.count, message, message.count,
+                                          signature, signature.count) == 1 else { return .refused(.badSignature) }
+        default:
+            return .refused(.unsupportedKeyType)
+        }
 
         let flags = authenticatorData[32]
         if requirePresence, flags & flagUserPresent == 0 { return .refused(.presenceMissing) }

@@ -60,18 +60,15 @@ public struct FidoCredential: Sendable, Equatable {
     public static let maxKeyHandle = 1024
     public static let maxPublicKey = 1024
 
-    /// Parses one native pam_u2f credential (`KH,PK,type,attributes`); nil with the reason.
-    public static func parse(field: Substring, origin: String) -> (credential: FidoCredential?, problem: String) {
+    /// Parses one pam_u2f credential (`KH,PK,type,attributes`, or the old U2F-format `KH,PK`,
+    /// checked against `appID`); nil with the reason.
+    public static func parse(field: Substring, origin: String, appID: String? = nil) -> (credential: FidoCredential?, problem: String) {
         let parts = field.split(separator: ",", omittingEmptySubsequences: false)
-        guard parts.count == 4 else {
-            if parts.count == 2 {
-                return (nil, "old U2F-format credentials (KH,PK without type) are not supported; enroll the key again with pamu2fcfg 1.1 or later, or securotp fido enroll")
-            }
-            return (nil, "a credential must be KH,PK,type,attributes")
+        guard parts.first != "*" else {
+            return (nil, "resident credentials (key handle \"*\", pamu2fcfg -r) are not supported; enroll the key again without -r (securotp fido enroll)")
         }
-        guard parts[0] != "*" else {
-            return (nil, "resident credentials (key handle \"*\") are not supported; enroll without -r")
-        }
+        if parts.count == 2 { return parseOldFormat(handle: parts[0], key: parts[1], appID: appID ?? origin) }
+        guard parts.count == 4 else { return (nil, "a credential must be KH,PK,type,attributes (or the old KH,PK)") }
         guard let handle = Base64.decode(String(parts[0]), .standard), !handle.isEmpty, handle.count <= maxKeyHandle else {
             return (nil, "the key handle is not base64 (or is empty or longer than \(maxKeyHandle) bytes)")
         }
@@ -105,9 +102,24 @@ public struct FidoCredential: Sendable, Equatable {
                                pin: pin, origin: origin), "")
     }
 
+    /// pamu2fcfg 1.0's `KH,PK`: the key handle in web-safe base64 (pam_u2f normalises it), the
+    /// public key as the hex of the 65-byte uncompressed P-256 point; ES256, `+presence`, for the app ID.
+    static func parseOldFormat(handle: Substring, key: Substring, appID: String) -> (credential: FidoCredential?, problem: String) {
+        var normalised = Array(handle.utf8).map { $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0 }
+        while normalised.count % 4 != 0 { normalised.append(UInt8(ascii: "=")) }
+        guard let keyHandle = Base64.decode(normalised, .standard), !keyHandle.isEmpty, keyHandle.count <= maxKeyHandle else {
+            return (nil, "old U2F-format credential: the key handle is not web-safe base64 (or is empty or longer than \(maxKeyHandle) bytes)")
+        }
+        guard key.utf8.count == 130, let point = Hex.decode(String(key)), point.first == 0x04 else {
+            return (nil, "old U2F-format credential: the public key must be the hex of a 65-byte uncompressed P-256 point (04...)")
+        }
+        return (FidoCredential(keyHandle: keyHandle, publicKey: Array(point.dropFirst()), type: .es256, presence: true, verification: false,
+                               pin: false, origin: appID), "")
+    }
+
     /// Parses a pam_u2f authfile line (`user:cred[:cred...]`) or pamu2fcfg -n's `:cred`.
     /// Returns the user named (empty for `-n` output) and the credentials, or the problem.
-    public static func parse(line: String, origin: String) -> (user: String, credentials: [FidoCredential], problem: String) {
+    public static func parse(line: String, origin: String, appID: String? = nil) -> (user: String, credentials: [FidoCredential], problem: String) {
         var text = Substring(line)
         while let last = text.last, last == "\n" || last == "\r" || last == " " { text = text.dropLast() }
         while let first = text.first, first == " " { text = text.dropFirst() }
@@ -115,7 +127,7 @@ public struct FidoCredential: Sendable, Equatable {
         guard fields.count >= 2 else { return ("", [], "not a pam_u2f line (user:KH,PK,type,attributes)") }
         var credentials: [FidoCredential] = []
         for field in fields.dropFirst() {
-            let (credential, problem) = parse(field: field, origin: origin)
+            let (credential, problem) = parse(field: field, origin: origin, appID: appID)
             guard let credential else { return (String(fields[0]), [], problem) }
             credentials.append(credential)
         }

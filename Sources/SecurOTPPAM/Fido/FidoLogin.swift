@@ -29,20 +29,28 @@ enum FidoLogin {
         guard login.known else { return .notEnrolled }
         let session = login.session
         let settings = login.settings
+        let fido = settings.fido
         let now = Int64(time(nil))
-        let credentials: [FidoCredential]
+        let stored: [FidoCredential]
         let locked: Bool
         let hasPasscodes: Bool
         do {
-            (credentials, locked, hasPasscodes) = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
+            (stored, locked, hasPasscodes) = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
                 // One query for the common case, a user without a security key.
                 let found = try store.fidoCredentials(user: login.user)
-                guard !found.isEmpty else { return (found, false, false) }
+                guard !found.isEmpty || !fido.authFile.isEmpty else { return (found, false, false) }
                 return (found, try store.userState(login.user).isLocked(at: now), try store.hasActivePasscodeTokens(user: login.user))
             }
         } catch {
             // The passcode step opens the store again and reports what is wrong.
             return .notEnrolled
+        }
+        var credentials = stored
+        if !fido.authFile.isEmpty {
+            switch mappingFileCredentials(login, storeHas: stored) {
+            case .some(let fromFile): credentials += fromFile
+            case .none: return .refused(PAM_AUTHINFO_UNAVAIL)
+            }
         }
         guard !credentials.isEmpty else { return .notEnrolled }
         // Without a key the passcode step decides, if the user has a code to give.
@@ -51,8 +59,16 @@ enum FidoLogin {
             session.log(LOG_NOTICE, "FIDO: \(login.shownUser) is locked; not asking for the security key")
             return .refused(PAM_AUTH_ERR)
         }
-        let origin = settings.fido.effectiveOrigin
-        let usable = credentials.filter { !$0.cloned && $0.origin == origin }
+        let origin = fido.effectiveOrigin
+        let appID = fido.effectiveAppID
+        // pam_u2f's userpresence=, userverification=, pinverification= override each credential's attributes.
+        let usable = credentials.filter { !$0.cloned && ($0.origin == origin || $0.origin == appID) }.prefix(fido.maxDevices).map { credential in
+            var effective = credential
+            effective.presence = fido.userPresence ?? credential.presence
+            effective.verification = fido.userVerification ?? credential.verification
+            effective.pin = fido.pinVerification ?? credential.pin
+            return effective
+        }
         guard !usable.isEmpty else {
             session.log(LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
             return unavailable
@@ -64,12 +80,12 @@ enum FidoLogin {
         }
         for credential in usable {
             var path = [CChar](repeating: 0, count: 256)
-            let found = withRequest(credential, origin: origin) { request in securotp_fido_find(request, &path, &errorText) }
+            let found = withRequest(credential, origin: credential.origin) { request in securotp_fido_find(request, &path, &errorText) }
             guard found == Int32(SECUROTP_FIDO_OK) else {
                 session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): \(text(errorText))")
                 continue
             }
-            return authenticate(login, credential, origin: origin, path: path)
+            return counted(authenticate(login, credential, origin: credential.origin, path: path), login)
         }
         session.log(LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
         return unavailable
@@ -88,7 +104,7 @@ enum FidoLogin {
             }
             pin = response
         }
-        session.tell(login.settings.fido.cuePrompt)
+        if login.settings.fido.cue { session.tell(login.settings.fido.cuePrompt) }
         guard let challenge = SecretBytes.random(count: 32) else {
             session.log(LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
@@ -135,6 +151,11 @@ enum FidoLogin {
             }
             return .refused(PAM_AUTH_ERR)
         case .verified(let counter):
+            guard credential.source != mappingFileSource else {
+                // The mapping file keeps no counter and is never written (docs/fido.md).
+                session.log(LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter) not kept: a mapping-file credential)")
+                return .accepted
+            }
             let recorded: Bool
             do {
                 recorded = try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
@@ -151,6 +172,70 @@ enum FidoLogin {
             session.log(LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter))")
             return .accepted
         }
+    }
+
+    /// A refusal after the key was asked counts towards the user's lockout like a wrong code;
+    /// an acceptance clears the count. A store that cannot record the failure denies.
+    private static func counted(_ outcome: Outcome, _ login: LoginContext) -> Outcome {
+        let now = Int64(time(nil))
+        do {
+            switch outcome {
+            case .refused(let code) where code == PAM_AUTH_ERR:
+                let (failures, lockedNow) = try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
+                    try store.recordFidoFailure(user: login.user, policy: login.settings.policy, now: now)
+                }
+                if lockedNow {
+                    login.session.log(LOG_NOTICE, "FIDO: \(login.shownUser) locked after \(failures) failures (securotp unlock \(login.shownUser) lifts it)")
+                }
+            case .accepted:
+                try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
+                    try store.clearFidoFailures(user: login.user, now: now)
+                }
+            default: break
+            }
+        } catch {
+            login.session.log(LOG_ERR, "FIDO: cannot record the login of \(login.shownUser), denying: \(error.message)")
+            return .refused(PAM_AUTHINFO_UNAVAIL)
+        }
+        return outcome
+    }
+
+    /// Marks, in memory only, a credential read from `authfile=` (the store's rows never have it:
+    /// `securotp import` records the source `mapping-file`).
+    static let mappingFileSource = "authfile="
+
+    /// The user's credentials in pam_u2f's mapping file (`authfile=`), read-only: the user's last
+    /// line, credentials that do not parse skipped and logged with file and line, those whose key
+    /// handle the store holds left to the store's row (its counter, its cloned mark). Nil (logged)
+    /// when the file cannot be used: the login fails closed, unless `nouserok` and the file is missing.
+    private static func mappingFileCredentials(_ login: LoginContext, storeHas stored: [FidoCredential]) -> [FidoCredential]? {
+        let session = login.session
+        let fido = login.settings.fido
+        let path = fido.authFile
+        let text: String
+        do {
+            text = try U2FMappingFile.read(path)
+        } catch where error.code == .missing && login.settings.nullok {
+            session.debugLog("FIDO: mapping file \(path) does not exist; nouserok: no credentials there")
+            return []
+        } catch {
+            session.log(LOG_ERR, "FIDO: mapping file (authfile=): \(error.message); denying \(login.shownUser)")
+            return nil
+        }
+        guard let line = U2FMappingFile.line(for: login.user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
+            return []
+        }
+        for problem in line.problems {
+            session.log(LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
+        }
+        var credentials: [FidoCredential] = []
+        for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.keyHandle == credential.keyHandle }) {
+            var fromFile = credential
+            fromFile.serial = "\(path):\(line.number)#\(index + 1)"
+            fromFile.source = mappingFileSource
+            credentials.append(fromFile)
+        }
+        return credentials
     }
 
     /// The C request for one credential, valid inside `body`.

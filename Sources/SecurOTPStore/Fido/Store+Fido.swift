@@ -89,6 +89,15 @@ extension Store {
         return credentials
     }
 
+    /// Users with at least one FIDO credential, by name (for `securotp list`).
+    public func fidoUsers() throws(StoreError) -> [String] {
+        let statement = try db.prepare("SELECT DISTINCT user FROM tokens WHERE kind = 'fido' ORDER BY user")
+        defer { statement.reset() }
+        var users: [String] = []
+        while try statement.step() { users.append(statement.text(0)) }
+        return users
+    }
+
     /// The user has an active token other than a FIDO credential (a code to fall back on).
     public func hasActivePasscodeTokens(user: String) throws(StoreError) -> Bool {
         let statement = try db.prepare("SELECT 1 FROM tokens WHERE user = ? AND state = 'active' AND kind <> 'fido' LIMIT 1")
@@ -110,6 +119,29 @@ extension Store {
                 .run()
             return db.changes == 1
         }
+    }
+
+    /// A refused FIDO login (no touch, wrong PIN, bad signature, cloned key, lost race) counts
+    /// like a wrong code (docs/security.md, "Every attempt counts"): one more failure on the
+    /// user's row, locking at `policy.deny`. Returns the count and whether this failure locked.
+    public func recordFidoFailure(user: String, policy: VerifyPolicy, now: Int64) throws(StoreError) -> (failures: Int, lockedNow: Bool) {
+        try db.immediateTransaction { () throws(StoreError) -> (failures: Int, lockedNow: Bool) in
+            let read = try userState(user)
+            // A lock that ran out starts the count again, as for codes.
+            let base = read.lockedUntil != 0 && !read.isLocked(at: now) ? UserState.clear : read
+            let failures = Lockout.oneMore(base.failures)
+            let lockedUntil = Lockout.lockedUntil(failures: failures, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
+            try apply(.setFailures(key: user, expected: read, to: UserState(failures: failures, lockedUntil: lockedUntil), at: now))
+            return (failures, lockedUntil != 0)
+        }
+    }
+
+    /// An accepted FIDO login clears the user's failure count, as an accepted code does (not a lock in force).
+    public func clearFidoFailures(user: String, now: Int64) throws(StoreError) {
+        let read = try userState(user)
+        guard read != .clear, !read.isLocked(at: now) else { return }
+        try db.prepare("DELETE FROM users WHERE name = ? AND failures = ? AND locked_until = ?")
+            .bind(.text(user), .integer(Int64(read.failures)), .integer(read.lockedUntil)).run()
     }
 
     /// Marks a credential whose counter went back: a cloned key. It is kept (listed, exported

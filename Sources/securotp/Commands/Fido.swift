@@ -59,7 +59,7 @@ struct FidoEnroll: ContextCommand {
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The Unix user who will log in with the key.", transform: CommandContext.canonical) var user: String
-    @Option(help: "es256 (the only type this version verifies).") var type: String = "es256"
+    @Option(help: "es256 (default) or eddsa (Ed25519).") var type: String = "es256"
     @Option(help: "The RP ID (default: pam://HOSTNAME).") var origin: String?
     @Flag(help: "Ask the key's PIN now and at every login (+pin).") var pin = false
     @Flag(help: "Ask the key to verify the user (built-in UV) at every login (+verification).") var uv = false
@@ -73,7 +73,10 @@ struct FidoEnroll: ContextCommand {
     @inline(never)
     private func enroll(in context: CommandContext) throws {
         try Store.validate(user: user)
-        guard type == "es256" else { throw CLIError.usage("--type \(TerminalText.quoted(type)): only es256 credentials are verified by this version") }
+        guard let keyType = FidoCredential.KeyType(rawValue: type), keyType != .rs256 else {
+            throw CLIError.usage("--type \(TerminalText.quoted(type)): es256 or eddsa (rs256 credentials are not verified by this version)")
+        }
+        let coseAlgorithm: Int32 = keyType == .eddsa ? -8 : -7
         var fido = context.settings.fido
         if let origin {
             guard FidoSettings.validOrigin(origin) else { throw CLIError.usage("--origin \(TerminalText.quoted(origin)) is not a usable RP ID") }
@@ -95,7 +98,7 @@ struct FidoEnroll: ContextCommand {
                         withOptionalCString(pinString) { pinPointer in
                             var request = securotp_fido_credential_request(
                                 rp_id: rp, user_name: name, user_id: id.baseAddress, user_id_length: id.count,
-                                client_data_hash: cdh.baseAddress, cose_algorithm: -7, resident: 0,
+                                client_data_hash: cdh.baseAddress, cose_algorithm: coseAlgorithm, resident: 0,
                                 uv: Int32(uv ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT), pin: pinPointer)
                             return securotp_fido_make_credential(&request, 60_000, &made, &error)
                         }
@@ -118,7 +121,7 @@ struct FidoEnroll: ContextCommand {
         let handleLength = made.credential_id_length, keyLength = made.public_key_length
         let handle = withUnsafeBytes(of: &made.credential_id) { Array($0.prefix(min(handleLength, $0.count))) }
         let key = withUnsafeBytes(of: &made.public_key) { Array($0.prefix(min(keyLength, $0.count))) }
-        let credential = FidoCredential(keyHandle: handle, publicKey: key, type: .es256, presence: !noPresence, verification: uv,
+        let credential = FidoCredential(keyHandle: handle, publicKey: key, type: keyType, presence: !noPresence, verification: uv,
                                         pin: pin, origin: rpID)
         let added = try store.addFido([credential], user: user, source: "enroll", maxTokens: context.settings.maxTokens,
                                       now: context.now())
@@ -166,9 +169,45 @@ enum FidoImport {
         return !FileManager.default.fileExists(atPath: source)
     }
 
+    /// A pam_u2f mapping file (u2f_keys, u2f_mappings): UTF-8 whose every line, besides blank
+    /// lines and `#` comments, is `user:KH,...`; not an otpauth list, XML or a CTF string.
+    static func looksLikeMappingFile(_ bytes: [UInt8]) -> Bool {
+        guard let text = String(validating: bytes, as: UTF8.self), !text.hasPrefix("<"), !text.contains("otpauth") else { return false }
+        let lines = U2FMappingFile.lines(text, origin: "", appID: "")
+        return !lines.isEmpty && lines.allSatisfy { !$0.user.isEmpty && !$0.user.contains("/") } && text.contains(",")
+    }
+
+    /// `securotp import USER FILE` with a pam_u2f mapping file: USER's line (the last one, as
+    /// pam_u2f reads it), all its credentials or none; a credential that cannot be imported
+    /// (resident, malformed) stops the import with the file, line and what to do.
+    static func run(user: String, mappingFile bytes: [UInt8], path: String, format: OutputFormat, context: CommandContext) throws {
+        let fido = context.settings.fido
+        let text = String(decoding: bytes, as: UTF8.self)
+        let shownPath = TerminalText.escaped(path)
+        guard let line = U2FMappingFile.line(for: user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
+            throw CLIError(message: "\(shownPath) has no line for \(user) (pam_u2f mapping file: user:KH,PK,type,attributes); nothing imported", exitCode: 65)
+        }
+        if let problem = line.problems.first {
+            throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
+        }
+        let store = try context.openFidoStore()
+        let added = try store.addFido(line.credentials, user: user, source: "mapping-file", maxTokens: context.settings.maxTokens,
+                                      now: context.now())
+        report(added, user: user, from: "\(shownPath):\(line.number)", format: format, context: context)
+    }
+
+    private static func report(_ added: [FidoCredential], user: String, from: String, format: OutputFormat, context: CommandContext) {
+        switch format {
+        case .json: context.print(JSONValue.array(added.map { FidoOutput.json($0, user: user) }).rendered)
+        case .text:
+            let origins = Set(added.map(\.origin)).sorted().joined(separator: ", ")
+            context.print("Imported \(added.count) FIDO credential\(added.count == 1 ? "" : "s") for \(user) from \(from) (origin \(origins)): \(added.map(\.serial).joined(separator: ", "))")
+        }
+    }
+
     static func run(user: String, line: String, format: OutputFormat, context: CommandContext) throws {
         let origin = context.settings.fido.effectiveOrigin
-        let parsed = FidoCredential.parse(line: line, origin: origin)
+        let parsed = FidoCredential.parse(line: line, origin: origin, appID: context.settings.fido.effectiveAppID)
         guard parsed.problem.isEmpty else { throw CLIError(message: "pam_u2f line: \(parsed.problem)", exitCode: 65) }
         guard parsed.user.isEmpty || parsed.user == user else {
             throw CLIError(message: "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)", exitCode: 65)
@@ -176,11 +215,7 @@ enum FidoImport {
         let store = try context.openFidoStore()
         let added = try store.addFido(parsed.credentials, user: user, source: "pamu2fcfg", maxTokens: context.settings.maxTokens,
                                       now: context.now())
-        switch format {
-        case .json: context.print(JSONValue.array(added.map { FidoOutput.json($0, user: user) }).rendered)
-        case .text:
-            context.print("Imported \(added.count) FIDO credential\(added.count == 1 ? "" : "s") for \(user) (origin \(origin)): \(added.map(\.serial).joined(separator: ", "))")
-        }
+        report(added, user: user, from: "the pam_u2f line", format: format, context: context)
     }
 }
 

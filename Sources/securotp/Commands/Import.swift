@@ -19,6 +19,7 @@ struct Import: ContextCommand {
           securotp import bob 'otpauth://totp/ACME:bob?secret=JBSWY3DPEHPK3PXP&issuer=ACME'
           securotp import carol vendor.pskc --key-file /root/transport.key --format json
           securotp import dave "$(pamu2fcfg -u dave)"    # a FIDO security key (pam_u2f line)
+          securotp import dave /etc/u2f_mappings          # dave's line of a pam_u2f mapping file
         """
     )
 
@@ -40,9 +41,13 @@ struct Import: ContextCommand {
         if FidoImport.looksLikeU2FLine(source) { // pamu2fcfg's output (Fido.swift)
             return try FidoImport.run(user: user, line: source, format: format, context: context)
         }
+        let input = try ImportInput.source(source)
+        if FidoImport.looksLikeMappingFile(input) { // a pam_u2f mapping file (Fido.swift)
+            return try FidoImport.run(user: user, mappingFile: input, path: source, format: format, context: context)
+        }
         let password = try options.readPassword().map { String(decoding: $0, as: UTF8.self) }
         let keyHex = try options.readTransportKey().map { key in key.withUnsafeBytes { Hex.encode($0) } }
-        let request = ImportRequest(source: Data(try ImportInput.source(source)).base64EncodedString(), password: password,
+        let request = ImportRequest(source: Data(input).base64EncodedString(), password: password,
                                     keyHex: keyHex, nickname: options.nickname)
         let imported: TokenList
         do {

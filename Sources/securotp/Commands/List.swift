@@ -1,5 +1,7 @@
 import ArgumentParser
+import Foundation
 import SecurOTPService
+import SecurOTPStore
 import SecurOTPCommandLine
 
 struct List: ContextCommand {
@@ -19,11 +21,12 @@ struct List: ContextCommand {
     func run(in context: CommandContext) async throws {
         let now = context.now()
         let tokens = try await context.withService { service in try await service.tokens(user: user, caller: context.caller) }.tokens
+        let fido = try fidoCredentials(context)
         switch format {
         case .json:
-            context.print(JSONValue.array(tokens.map(Formatting.json)).rendered)
+            context.print(JSONValue.array(tokens.map(Formatting.json) + fido.map { FidoOutput.json($0.credential, user: $0.user) }).rendered)
         case .text:
-            if tokens.isEmpty {
+            if tokens.isEmpty && fido.isEmpty {
                 context.print(user.map { "\($0) has no tokens. Enroll one with: securotp enroll \($0)" } ?? "No tokens enrolled. Enroll one with: securotp enroll USER")
                 return
             }
@@ -38,7 +41,23 @@ struct List: ContextCommand {
                 if user == nil { row.insert(token.user, at: 0) }
                 return row
             }
-            context.print(Formatting.table(header, rows))
+            let fidoRows = fido.map { entry -> [String] in
+                let credential = entry.credential
+                var row = [credential.serial, "-", "fido", credential.type.rawValue, "-", "-", credential.pin ? "key" : "-",
+                           credential.cloned ? "cloned" : "active", "never", Formatting.time(credential.created),
+                           Formatting.time(credential.lastUsed)]
+                if user == nil { row.insert(entry.user, at: 0) }
+                return row
+            }
+            context.print(Formatting.table(header, rows + fidoRows))
         }
+    }
+
+    /// FIDO credentials (docs/fido.md) live in the local store only: listed from it when securotp works on it.
+    private func fidoCredentials(_ context: CommandContext) throws -> [(user: String, credential: FidoCredential)] {
+        guard case .local = context.target, FileManager.default.fileExists(atPath: context.settings.paths.database) else { return [] }
+        let store = try Store.open(context.settings.paths, .migrate)
+        let users = try user.map { [$0] } ?? store.fidoUsers()
+        return try users.flatMap { name in try store.fidoCredentials(user: name).map { (name, $0) } }
     }
 }

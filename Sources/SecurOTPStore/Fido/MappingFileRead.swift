@@ -1,0 +1,17 @@
+import SecurOTPCore
+
+extension U2FMappingFile {
+    /// Largest mapping file read: a few hundred bytes per user, thousands of users.
+    public static let maxFileSize = 4 * 1024 * 1024
+
+    /// Reads a mapping file under the rules for policy files (FileSecurity): absolute path, no
+    /// symbolic link, a regular file owned by root (or the caller), not writable by others —
+    /// whoever can write it can add a key for any user.
+    public static func read(_ path: String) throws(StoreError) -> String {
+        let bytes = try FileSecurity.contents(of: path, .policy, maxSize: maxFileSize)
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw StoreError(.invalidInput, "\(path): not UTF-8 text")
+        }
+        return text
+    }
+}
