@@ -8,6 +8,8 @@ import SecurOTPService
 struct PushRoutes {
     let devices: (any DeviceService)?
     let waiters: PushWaiters
+    /// Wake-up hooks, when configured: started after the request is stored, never awaited.
+    var hooks: PushWakeHooks? = nil
 
     static let defaultWait = 25
     static let waitRange = 1...30
@@ -37,6 +39,8 @@ struct PushRoutes {
     func open(_ body: PushOpenRequest, caller: Caller) async throws -> PushOpened {
         let opened = try await service().openPush(body, caller: caller)
         await waiters.notify(PushWaiters.user(body.user))
+        hooks?.fire(PushWake(id: opened.id, user: body.user, host: opened.host, service: body.service ?? "", remoteAddress: body.remoteAddress ?? "",
+                             expires: opened.expires))
         return opened
     }
 
