@@ -198,7 +198,9 @@ struct Watch: ParsableCommand {
         var backoff: UInt32 = 1
         while true {
             let requests: [PendingPush]
-            switch Result(catching: { () throws(AuthenticatorError) -> [PendingPush] in try device.pending(wait: PushDevice.longPollSeconds) }) {
+            let asked = Set(shown)
+            let started = time(nil)
+            switch Result(catching: { () throws(AuthenticatorError) -> [PendingPush] in try device.pending(wait: PushDevice.longPollSeconds, known: shown.sorted()) }) {
             case .success(let list):
                 requests = list
             case .failure(let error):
@@ -216,11 +218,15 @@ struct Watch: ParsableCommand {
                 print("  approve: securotp-authenticator approve \(TerminalText.escaped(request.id)) --number NUMBER")
             }
             // Ids only matter while the request is pending: forget the answered ones.
+            for ended in shown.subtracting(requests.map(\.id)).sorted() {
+                print("  \(TerminalText.escaped(ended)) is no longer pending (answered, cancelled or expired)")
+            }
             shown.formIntersection(requests.map(\.id))
             fflush(nil)
-            // The validator answers at once while a request stays pending: wait for the
-            // user's answer rather than asking again in a tight loop.
-            if !requests.isEmpty { sleep(1) }
+            // The next wait holds while the shown requests stay pending (`known`), so an
+            // answer, a cancel or an expiry shows at once, without a polling interval.
+            // A validator older than `known` answers at once while one is pending: no tight loop then.
+            if !asked.isEmpty, asked == shown, time(nil) - started < 1 { sleep(1) }
         }
     }
 }
