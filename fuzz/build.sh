@@ -22,7 +22,7 @@ store=(SecurOTPCore SecurOTPSecurID SecurOTPEngine SecurOTPStore)
 import=(SecurOTPCore SecurOTPSecurID SecurOTPImport)
 modules_for() {
   case $1 in
-    base32|otpauth|ocra) echo "${core[@]}" ;;
+    base32|otpauth|ocra|push-assertion|push-base64|push-certificate) echo "${core[@]}" ;;
     config|passcode|json) echo "${store[@]}" ;;
     migration|pskc|sdtid|ctf|import|import-fields) echo "${import[@]}" ;;
     *) echo "fuzz/build.sh: no module list for harness $1; add it to modules_for" >&2; return 1 ;;

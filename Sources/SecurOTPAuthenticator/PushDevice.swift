@@ -103,10 +103,13 @@ public struct PushDevice {
     }
 
     /// The user's pending requests; `wait` > 0 long-polls (the validator answers as soon as one
-    /// is pending, or after `wait` seconds with none).
-    public func pending(wait: Int = 1) throws(AuthenticatorError) -> [PendingPush] {
+    /// is pending, or after `wait` seconds with none). With `known`, the wait holds while the
+    /// pending requests are exactly those and ends when one arrives, is answered, cancelled or expires.
+    public func pending(wait: Int = 1, known: [String]? = nil) throws(AuthenticatorError) -> [PendingPush] {
         // securotpd takes `wait` 1–30: a listing with nothing pending costs up to a second.
-        let answer = try connection.call("/v1/device/requests", ["wait": min(max(wait, 1), 30)], credential: try store.deviceCredential(),
+        var body: [String: Any] = ["wait": min(max(wait, 1), 30)]
+        if let known { body["known"] = Array(known.prefix(64)) }
+        let answer = try connection.call("/v1/device/requests", body, credential: try store.deviceCredential(),
                                          timeoutSeconds: wait + 15)
         guard let list = answer["requests"] as? [[String: Any]] else {
             throw AuthenticatorError(.unavailable, "unexpected answer from the validator at \(connection.server): no requests list")

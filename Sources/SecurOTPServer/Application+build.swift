@@ -14,7 +14,7 @@ import ServiceLifecycle
 public func buildApplication(configuration: DaemonConfiguration, service: any TokenService, logger: Logger, metrics: ValidatorMetrics = ValidatorMetrics(),
                              onServerRunning: @escaping @Sendable (_ boundAddress: String) async -> Void = { _ in })
     throws -> some ApplicationProtocol {
-    let router = buildRouter(configuration: configuration, service: service, metrics: metrics)
+    let router = buildRouter(configuration: configuration, service: service, metrics: metrics, logger: logger)
     var services: [any Service] = [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger)]
     if let listen = configuration.servedMetricsListen {
         services.append(Application(router: buildMetricsRouter(metrics), configuration: .init(address: bindAddress(listen), serverName: "securotpd"),
@@ -60,7 +60,7 @@ public func buildRouter(configuration: DaemonConfiguration, service: any TokenSe
 }
 
 func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics,
-                 waiters: PushWaiters? = nil) -> Router<ValidatorRequestContext> {
+                 waiters: PushWaiters? = nil, logger: Logger = Logger(label: "securotpd")) -> Router<ValidatorRequestContext> {
     let waiters = waiters ?? PushWaiters(capacity: configuration.maxPushWaiters)
     // Nodes sharing a database end each other's waits (PushChangeFeed).
     (service as? any PushChangeFeed)?.followPushChanges { key in await waiters.notify(key) }
@@ -69,7 +69,8 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
     router.add(middleware: AccessLog(metrics: metrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
     SystemRoutes(service: service).add(to: router)
-    let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters)
+    let hooks = PushWakeHooks(url: configuration.pushHookURL, command: configuration.pushHookCommand, logger: logger)
+    let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters, hooks: hooks.isEnabled ? hooks : nil)
     HostRoutes(service: service, limits: limits, metrics: metrics, push: push)
         .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
     AdminRoutes(service: service, push: push)

@@ -54,6 +54,10 @@ public struct DaemonConfiguration: Sendable {
     public var push = PushPolicy()
     /// `push_waiters`: long-polls (hosts' and devices') held at once at most.
     public var maxPushWaiters = 10_000
+    /// Wake-up hooks (docs/push.md, "Wake-up hooks"): `push_hook_url` is POSTed ntfy style and
+    /// `push_hook_command` run, without the number or the nonce, when a push request is stored.
+    public var pushHookURL: PushHookURL?
+    public var pushHookCommand: String?
     public var logLevel = "info"
 
     public init() {}
@@ -64,7 +68,7 @@ public struct DaemonConfiguration: Sendable {
     public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
                                         "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level",
                                         "push_limit", "push_lifetime", "activation_lifetime", "device_pin", "device_pin_min", "device_pin_max",
-                                        "push_waiters"] + storeKeys.sorted()
+                                        "push_waiters", "push_hook_url", "push_hook_command"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
@@ -124,6 +128,17 @@ public struct DaemonConfiguration: Sendable {
         case "device_pin_min": push.pinMinLength = try integer(4...64)
         case "device_pin_max": push.pinMaxLength = try integer(4...64)
         case "push_waiters": maxPushWaiters = try integer(1...1_000_000)
+        case "push_hook_url":
+            if value.isEmpty || value.lowercased() == "no" {
+                pushHookURL = nil
+            } else {
+                guard let url = PushHookURL(value) else {
+                    throw fail("expected an https:// URL (http:// only to loopback), {user} standing for the user's name")
+                }
+                pushHookURL = url
+            }
+        case "push_hook_command":
+            pushHookCommand = value.isEmpty || value.lowercased() == "no" ? nil : try path()
         case "log_level":
             guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(value) else {
                 throw fail("expected trace, debug, info, notice, warning, error or critical")
@@ -183,6 +198,9 @@ public struct DaemonConfiguration: Sendable {
         if tlsClientCA != nil, !usesTLS { throw ServiceError(.config, "tls_client_ca needs TLS (tls_cert and tls_key)") }
         if let tlsKey {
             do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
+        }
+        if let pushHookCommand, !FileManager.default.isExecutableFile(atPath: pushHookCommand) {
+            throw ServiceError(.config, "push_hook_command = \(TerminalText.quoted(pushHookCommand)) is not an executable file")
         }
         for file in [tlsCertificate, tlsClientCA].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
             throw ServiceError(.config, "\(TerminalText.quoted(file)) cannot be read")

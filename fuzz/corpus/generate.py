@@ -261,6 +261,35 @@ def passcode():
         write("passcode", f"answer-{index:02}", bytes([path, flags]) + answer.encode())
 
 
-for generate in (base32, otpauth, migration, pskc_files, sdtid, ctf, import_files, import_fields, config, ocra, passcode):
+# --- push: approval assertions, device certificates, strict base64 (Tests/Vectors/push.json) ----
+PUSH = load("push.json")
+
+
+def b64url(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def push():
+    vector_key = b64url(PUSH["cases"][0]["public_key"])
+    for index, case in enumerate(PUSH["cases"]):
+        fields = [b64url(case["authenticator_data"]), b64url(case["client_data_json"]), b64url(case["signature"])]
+        key = b64url(case["public_key"])
+        flags = (1 if case["require_uv"] in (True, "True") else 0) | (0 if key == vector_key else 2)
+        if flags & 2:
+            fields.append(key)
+        write("push-assertion", f"case-{index:02}", bytes([flags]) + b"".join(struct.pack(">H", len(f)) + f for f in fields))
+    certificates = PUSH["certificates"]
+    write("push-certificate", "ca-pem", b"\x00" + certificates["ca_public_key_pem"].encode())
+    write("push-certificate", "ca-der", b"\x00" + base64.b64decode("".join(certificates["ca_public_key_pem"].splitlines()[1:-1])))
+    for index, case in enumerate(certificates["cases"]):
+        write("push-certificate", f"cert-{index:02}", b"\x01" + case["certificate"].encode())
+    texts = [(0, c["certificate"]) for c in certificates["cases"]] + [(1, c[k]) for c in PUSH["cases"] for k in ("authenticator_data", "signature")]
+    texts += [(0, ""), (0, "QQ=="), (0, "QR=="), (0, "QUI="), (0, "QUJD"), (1, "QQ"), (1, "QR"), (1, "Q"), (1, "-_-_"), (0, "-_=="), (0, "Q===")]
+    for index, (variant, text) in enumerate(texts):
+        write("push-base64", f"text-{index:02}", bytes([variant]) + text.encode())
+
+
+for generate in (push,) if __import__("sys").argv[1:] == ["push"] else (base32, otpauth, migration, pskc_files, sdtid, ctf, import_files, import_fields,
+                                                                          config, ocra, passcode, push):
     generate()
 print("corpus written to", CORPUS)

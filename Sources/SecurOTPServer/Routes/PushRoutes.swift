@@ -8,6 +8,8 @@ import SecurOTPService
 struct PushRoutes {
     let devices: (any DeviceService)?
     let waiters: PushWaiters
+    /// Wake-up hooks, when configured: started after the request is stored, never awaited.
+    var hooks: PushWakeHooks? = nil
 
     static let defaultWait = 25
     static let waitRange = 1...30
@@ -37,6 +39,8 @@ struct PushRoutes {
     func open(_ body: PushOpenRequest, caller: Caller) async throws -> PushOpened {
         let opened = try await service().openPush(body, caller: caller)
         await waiters.notify(PushWaiters.user(body.user))
+        hooks?.fire(PushWake(id: opened.id, user: body.user, host: opened.host, service: body.service ?? "", remoteAddress: body.remoteAddress ?? "",
+                             expires: opened.expires))
         return opened
     }
 
@@ -87,7 +91,7 @@ struct PushRoutes {
         group.post("device/requests") { request, context in
             let body = try await request.decode(as: DeviceWaitRequest.self, context: context)
             let caller = try context.requireCaller()
-            return JSONResponse(try await pending(caller: caller, wait: try Self.waitSeconds(body.wait)))
+            return JSONResponse(try await pending(caller: caller, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known)))
         }
         group.post("device/answer") { request, context in
             let body = try await request.decode(as: DeviceAnswerRequest.self, context: context)
@@ -111,8 +115,16 @@ struct PushRoutes {
         }
     }
 
-    /// The user's pending requests at once, or when the first arrives, or `[]` after `wait`.
-    private func pending(caller: Caller, wait: Double) async throws -> DevicePushList {
+    /// `known`: at most 64 ids (a user has at most one pending request per host).
+    private static func knownIDs(_ known: [String]?) throws(ServiceError) -> Set<String> {
+        guard let known else { return [] }
+        guard known.count <= 64, known.allSatisfy({ $0.utf8.count <= 64 }) else { throw ServiceError(.invalidInput, "known: at most 64 request ids") }
+        return Set(known)
+    }
+
+    /// The user's pending requests at once when they differ from `known`, else when they change
+    /// (a request arrives, or one is answered, cancelled, superseded), or after `wait`.
+    private func pending(caller: Caller, wait: Double, known: Set<String> = []) async throws -> DevicePushList {
         let devices = try service()
         let deadline = Self.now + wait
         let key = PushWaiters.user(caller.users.first ?? "")
@@ -124,11 +136,13 @@ struct PushRoutes {
                 throw error
             }
             let remaining = deadline - Self.now
-            guard list.requests.isEmpty, remaining > 0 else {
+            // A known request that expires changes nothing in the store: wake at its expiry.
+            let expiry = list.requests.map { Double($0.expires) + 0.01 }.min().map { $0 - Self.now } ?? remaining
+            guard Set(list.requests.map(\.id)) == known, remaining > 0, expiry > 0 else {
                 await waiters.finish(ticket)
                 return list
             }
-            await waiters.wait(ticket, seconds: remaining)
+            await waiters.wait(ticket, seconds: min(remaining, expiry))
         }
     }
 

@@ -164,8 +164,15 @@ public struct DeviceActivated: Codable, Sendable, Equatable {
 /// `POST /v1/device/requests`.
 public struct DeviceWaitRequest: Codable, Sendable, Equatable {
     public var wait: Int?
+    /// The ids of the pending requests the device shows already: the wait holds while the
+    /// pending set is exactly these, so a request that arrives, is answered, cancelled,
+    /// superseded or expires ends it (docs/push.md). Absent: holds while none is pending.
+    public var known: [String]?
 
-    public init(wait: Int? = nil) { self.wait = wait }
+    public init(wait: Int? = nil, known: [String]? = nil) {
+        self.wait = wait
+        self.known = known
+    }
 }
 
 /// A pending request as a device sees it: never the number.

@@ -372,13 +372,22 @@ extension LocalTokenService: DeviceService {
     }
 
     public func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus {
-        try await runPush { (_, push, access) throws(ServiceError) in
-            try Self.call { () throws(StoreError) -> PushStatus in
+        let (status, user) = try await runPush { (_, push, access) throws(ServiceError) in
+            try Self.call { () throws(StoreError) -> (PushStatus, String?) in
                 let row = try Self.hostRequest(push, id: request.id, caller: caller)
-                guard try push.transition(id: row.id, from: "pending", to: "cancelled") else { return PushDecisions.cancelled(row, moved: false) }
+                guard try push.transition(id: row.id, from: "pending", to: "cancelled") else {
+                    return (PushDecisions.cancelled(row, moved: false), nil)
+                }
                 try access.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: Self.now()))
-                return PushDecisions.cancelled(row, moved: true)
+                return (PushDecisions.cancelled(row, moved: true), row.user)
             }
         }
+        // After the commit: the user's device waits end and read the list without it.
+        if let user { pushChanges.publish([PushChangeKeys.request(status.id), PushChangeKeys.user(user)]) }
+        return status
     }
+}
+
+extension LocalTokenService: PushChangeFeed {
+    public func followPushChanges(_ handler: @escaping @Sendable (String) async -> Void) { pushChanges.follow(handler) }
 }

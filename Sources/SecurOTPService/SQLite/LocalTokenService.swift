@@ -14,6 +14,8 @@ public final class LocalTokenService: TokenService {
     private let executor: StoreExecutor
     private let credentials: CredentialReader
     private let lastTouch = CredentialUse()
+    /// PushChangeFeed in-process (LocalTokenService+Push.swift).
+    let pushChanges = PushChangeRelay()
 
     /// Opens the store `settings.paths` names, migrating an older schema (this is the admin
     /// side: the CLI and securotpd); with `create`, first makes a missing one.

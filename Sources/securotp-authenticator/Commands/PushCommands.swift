@@ -64,20 +64,24 @@ struct Activate: ParsableCommand {
         discussion: """
         Makes a P-256 key pair whose private key stays sealed in the store, registers the public key with the validator using the single-use CODE (securotp device add USER prints it), and keeps the device credential the validator returns sealed too. When the validator's policy asks for a device PIN (4-8 characters by default), you choose it now: from --pin-file's first line, or typed twice. Only a slow hash of it is kept. One device per store.
 
+        The administrator's link (securotp-activate:https://HOST[:PORT]?code=CODE, printed and shown as a QR code by securotp device add) carries both the code and the validator; --server is then not needed, and refused if it names another validator.
+
         Examples:
+          securotp-authenticator activate 'securotp-activate:https://otp.example.com:8443?code=ABCD-EFGH-JKMN-PQRS'
           securotp-authenticator activate ABCD-EFGH-JKMN-PQRS --server https://otp.example.com:8443
           securotp-authenticator activate ABCD-EFGH-JKMN-PQRS --server https://otp.example.com --ca-file /etc/ssl/otp-ca.pem --pin-file pin.txt
         """
     )
 
     @OptionGroup var store: StoreOptions
-    @Argument(help: "The activation code (ABCD-EFGH-JKMN-PQRS).") var code: String
-    @Option(help: ArgumentHelp("The validator: https://HOST[:PORT] (http:// only on loopback).", valueName: "URL")) var server: String
+    @Argument(help: "The activation code (ABCD-EFGH-JKMN-PQRS), or the securotp-activate: link holding it and the validator.") var code: String
+    @Option(help: ArgumentHelp("The validator: https://HOST[:PORT] (http:// only on loopback); not needed with a link.", valueName: "URL")) var server: String?
     @Option(name: .customLong("ca-file"), help: ArgumentHelp("PEM CA bundle to check the validator's certificate with.", valueName: "FILE")) var caFile: String?
     @Option(name: .customLong("pin-file"), help: ArgumentHelp("Read the new device PIN from the first line of FILE.", valueName: "FILE")) var pinFile: String?
     @Option(help: "A name for this device, shown to administrators (default: this machine's host name).") var name: String?
 
     func run() throws {
+        let (code, server) = try Self.codeAndServer(code, server: server)
         let context = try Context(store)
         let opened = try context.open(create: true)
         let registration = try PushDevice.activate(store: opened, code: code, server: server, caFile: caFile,
@@ -86,6 +90,19 @@ struct Activate: ParsableCommand {
         }
         print("Device \(registration.device) of \(TerminalText.quoted(registration.user)) is active at \(registration.server)"
               + (registration.pinPolicy.required ? "; approvals ask for its PIN." : "."))
+    }
+
+    /// From a link, its code and validator (--server, if given, must name the same one); from a
+    /// bare code, --server.
+    static func codeAndServer(_ argument: String, server: String?) throws(AuthenticatorError) -> (code: String, server: String) {
+        if ActivationLink.isLink(argument) {
+            let link = try ActivationLink(argument)
+            return (link.code, try link.server(agreeingWith: server))
+        }
+        guard let server else {
+            throw AuthenticatorError(.invalidInput, "give the validator with --server https://HOST[:PORT], or activate with the securotp-activate: link your administrator gave you")
+        }
+        return (argument, server)
     }
 }
 
@@ -198,7 +215,9 @@ struct Watch: ParsableCommand {
         var backoff: UInt32 = 1
         while true {
             let requests: [PendingPush]
-            switch Result(catching: { () throws(AuthenticatorError) -> [PendingPush] in try device.pending(wait: PushDevice.longPollSeconds) }) {
+            let asked = Set(shown)
+            let started = time(nil)
+            switch Result(catching: { () throws(AuthenticatorError) -> [PendingPush] in try device.pending(wait: PushDevice.longPollSeconds, known: shown.sorted()) }) {
             case .success(let list):
                 requests = list
             case .failure(let error):
@@ -216,11 +235,15 @@ struct Watch: ParsableCommand {
                 print("  approve: securotp-authenticator approve \(TerminalText.escaped(request.id)) --number NUMBER")
             }
             // Ids only matter while the request is pending: forget the answered ones.
+            for ended in shown.subtracting(requests.map(\.id)).sorted() {
+                print("  \(TerminalText.escaped(ended)) is no longer pending (answered, cancelled or expired)")
+            }
             shown.formIntersection(requests.map(\.id))
             fflush(nil)
-            // The validator answers at once while a request stays pending: wait for the
-            // user's answer rather than asking again in a tight loop.
-            if !requests.isEmpty { sleep(1) }
+            // The next wait holds while the shown requests stay pending (`known`), so an
+            // answer, a cancel or an expiry shows at once, without a polling interval.
+            // A validator older than `known` answers at once while one is pending: no tight loop then.
+            if !asked.isEmpty, asked == shown, time(nil) - started < 1 { sleep(1) }
         }
     }
 }
