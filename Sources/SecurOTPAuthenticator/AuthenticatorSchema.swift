@@ -53,6 +53,11 @@ enum AuthenticatorSchema {
             created INTEGER NOT NULL
         );
         """,
+        // 3: offline approval (docs/push.md, "Offline approval"): the offline secret the validator
+        // issued at activation, sealed like the key; empty for devices activated before it.
+        """
+        ALTER TABLE device ADD COLUMN sealed_offline_secret BLOB;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

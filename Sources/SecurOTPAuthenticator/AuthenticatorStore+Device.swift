@@ -61,6 +61,7 @@ public enum PINCheck: Sendable, Equatable {
 extension AuthenticatorStore {
     static let privateKeyLabel = "push-device:private-key"
     static let credentialLabel = "push-device:credential"
+    static let offlineSecretLabel = "push-device:offline-secret"
     static let deviceColumns = "device, user, server, ca_file, public_key, counter, pin_required, pin_min_length, pin_max_length, pin_failures, blocked, created"
 
     static func notActivated() -> AuthenticatorError {
@@ -71,7 +72,7 @@ extension AuthenticatorStore {
     /// hash (nil when the policy needs none). One device per store.
     public func registerDevice(device: String, user: String, server: String, caFile: String?, publicKey: [UInt8],
                                privateKey: SecretBytes, credential: SecretBytes, pinPolicy: DevicePINPolicy,
-                               pin: SecretBytes?, now: Int64) throws(AuthenticatorError) {
+                               pin: SecretBytes?, now: Int64, offlineSecret: SecretBytes? = nil) throws(AuthenticatorError) {
         var pinHash = ""
         if let pin {
             guard let record = SlowHash.hash(pin) else { throw AuthenticatorError(.system, "no randomness available for the PIN's salt") }
@@ -80,6 +81,9 @@ extension AuthenticatorStore {
         try translating { () throws(StoreError) in
             let sealedKey = try SeedSealing.seal(privateKey, key: keys.dataKey, user: sealingOwner, serial: Self.privateKeyLabel)
             let sealedCredential = try SeedSealing.seal(credential, key: keys.dataKey, user: sealingOwner, serial: Self.credentialLabel)
+            let sealedOffline = try offlineSecret.map { (secret) throws(StoreError) in
+                try SeedSealing.seal(secret, key: keys.dataKey, user: sealingOwner, serial: Self.offlineSecretLabel)
+            }
             try db.immediateTransaction { () throws(StoreError) in
                 let existing = try db.prepare("SELECT device FROM device WHERE id = 1")
                 defer { existing.reset() }
@@ -93,6 +97,9 @@ extension AuthenticatorStore {
                     """).bind(.text(device), .text(user), .text(server), .text(caFile ?? ""), .blob(publicKey), .blob(sealedKey),
                               .blob(sealedCredential), .integer(pinPolicy.required ? 1 : 0), .integer(Int64(pinPolicy.minLength)),
                               .integer(Int64(pinPolicy.maxLength)), .text(pinHash), .integer(now)).run()
+                if let sealedOffline {
+                    try db.prepare("UPDATE device SET sealed_offline_secret = ? WHERE id = 1").bind(.blob(sealedOffline)).run()
+                }
             }
         }
     }
@@ -183,6 +190,29 @@ extension AuthenticatorStore {
     public func forgetDevice() throws(AuthenticatorError) {
         try translating { () throws(StoreError) in
             try db.prepare("DELETE FROM device WHERE id = 1").run()
+        }
+    }
+
+    /// Whether the validator gave this device an offline secret (activated with this version or later).
+    public func hasOfflineSecret() throws(AuthenticatorError) -> Bool {
+        try translating { () throws(StoreError) -> Bool in
+            let row = try db.prepare("SELECT length(sealed_offline_secret) > 0 FROM device WHERE id = 1")
+            defer { row.reset() }
+            return try row.step() && row.integer(0) != 0
+        }
+    }
+
+    /// The offline response to `challenge` (8 digits), made inside the store: the secret is
+    /// opened, used and wiped here (docs/push.md, "Offline approval"). The caller checks the PIN.
+    public func offlineResponse(challenge: String) throws(AuthenticatorError) -> String {
+        guard try hasOfflineSecret() else {
+            throw AuthenticatorError(.missing, "this device has no offline mode (activated before it existed); remove it and activate it again to get one")
+        }
+        let secret = try sealedColumn("sealed_offline_secret", label: Self.offlineSecretLabel)
+        do throws(OCRAError) {
+            return String(decoding: try OfflineApproval.response(secret: secret, challenge: challenge), as: UTF8.self)
+        } catch {
+            throw AuthenticatorError(.corrupt, "the offline secret cannot answer: \(error)")
         }
     }
 

@@ -94,11 +94,17 @@ public struct PushDevice {
             throw AuthenticatorError(.unavailable, "the validator's PIN policy (\(minimum)–\(maximum) characters) is not usable")
         }
         let policy = DevicePINPolicy(required: (policyObject["required"] as? Bool) ?? true, minLength: minimum, maxLength: maximum)
+        // Offline approval (docs/push.md): kept only when it is the contract's suite and 32 bytes.
+        var offlineSecret: SecretBytes?
+        if answer["offline_suite"] as? String == OfflineApproval.suiteText, let text = answer["offline_secret"] as? String,
+           let bytes = Base64.decode(text, .url), bytes.count == OfflineApproval.secretLength {
+            offlineSecret = SecretBytes(copying: bytes)
+        }
         let pin = try policy.required ? readPIN(policy) : nil
         if let pin { try policy.check(newPIN: pin) }
         try store.registerDevice(device: device, user: user, server: connection.server, caFile: caFile, publicKey: key.publicKey,
                                  privateKey: key.privateKey, credential: SecretBytes(copying: Array(credential.utf8)),
-                                 pinPolicy: policy, pin: pin, now: now)
+                                 pinPolicy: policy, pin: pin, now: now, offlineSecret: offlineSecret)
         return try store.requireDevice()
     }
 
@@ -149,6 +155,24 @@ public struct PushDevice {
             "signature": Base64.encode(approval.signature, .url),
         ], credential: try store.deviceCredential())
         return ((answer["state"] as? String) ?? "unknown", answer["reason"] as? String)
+    }
+
+    /// The offline response to a challenge the login shows (docs/push.md, "Offline approval"),
+    /// without the network: the PIN is checked first when the policy requires one, and counts
+    /// towards the block like any other PIN.
+    public func respond(challenge typed: String, pin: SecretBytes?) throws(AuthenticatorError) -> String {
+        guard let challenge = OfflineApproval.normalizedChallenge(typed) else {
+            throw AuthenticatorError(.invalidInput, "the offline challenge is the 8 digits the login shows (e.g. 1234 5678); got \(TerminalText.quoted(typed))")
+        }
+        try refuseWhenBlocked()
+        guard try store.hasOfflineSecret() else {
+            throw AuthenticatorError(.missing, "this device has no offline mode (activated before it existed); remove it and activate it again to get one")
+        }
+        if registration.pinPolicy.required {
+            guard let pin else { throw AuthenticatorError(.invalidInput, "this device needs its PIN to answer") }
+            try verifyPIN(pin)
+        }
+        return try store.offlineResponse(challenge: challenge)
     }
 
     /// Checks the PIN; a wrong one says how many tries are left, the last one blocks the device

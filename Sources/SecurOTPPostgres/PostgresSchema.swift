@@ -154,6 +154,8 @@ enum PostgresSchema {
             since_success BIGINT NOT NULL DEFAULT 0
         );
         """),
+        // 5: offline approval, as the SQLite store's schema 6 (docs/push.md, "Offline approval").
+        ["ALTER TABLE devices ADD COLUMN offline_secret BYTEA"],
     ]
 
     private static func statements(_ script: String) -> [String] {

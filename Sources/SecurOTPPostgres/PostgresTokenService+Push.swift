@@ -16,7 +16,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
 
     static let deviceColumns = """
         id, "user", name, aaid, state, activation_expires, public_key, certificate, credential_hash, sign_counter, user_verification, \
-        unlock_hash, unlock_expires, created, last_used
+        unlock_hash, unlock_expires, created, last_used, offline_secret
         """
     static let requestColumns = """
         id, "user", host, service, remote_address, tty, command, nonce, number, created, expires, state, wrong_numbers, device, \
@@ -28,7 +28,8 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
         return PushDeviceRow(id: try next(&c), user: try next(&c), name: try next(&c), aaid: try next(&c), state: try next(&c),
                              activationExpires: try next(&c), publicKey: bytes(try next(&c)), certificate: try next(&c),
                              credentialHash: bytes(try next(&c)), signCounter: try next(&c), userVerification: try next(&c),
-                             unlockHash: bytes(try next(&c)), unlockExpires: try next(&c), created: try next(&c), lastUsed: try next(&c))
+                             unlockHash: bytes(try next(&c)), unlockExpires: try next(&c), created: try next(&c), lastUsed: try next(&c),
+                             offlineSecret: bytes(try next(&c)))
     }
 
     static func requestRow(_ row: PostgresRow) throws -> PushRequestRow {
@@ -216,14 +217,20 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 return .failure(refused)
             }
             let deviceCredential = try PushRules.newCredential(deviceID: row.id)
+            let offlineSecret = try PushRules.newOfflineSecret(aaid: aaid)
+            let sealedOffline = try offlineSecret.map { (secret) throws(StoreError) in
+                try SeedSealing.seal(secret, key: self.keys.dataKey, user: row.user, serial: "offline:" + row.id)
+            }
             guard try await self.changed("""
                 UPDATE devices SET state = 'active', name = \(name.isEmpty ? row.name : name), aaid = \(aaid), public_key = \(Self.bytea(publicKey)),
-                    credential_hash = \(Self.bytea(deviceCredential.secretHash)), user_verification = \(request.userVerification ?? false)
+                    credential_hash = \(Self.bytea(deviceCredential.secretHash)), user_verification = \(request.userVerification ?? false),
+                    offline_secret = \(sealedOffline.map(Self.bytea))
                 WHERE id = \(row.id) AND state = 'pending' RETURNING 1
                 """, connection) else { throw ServiceError(.database, "device \(row.id) changed during activation; try again") }
             try await self.append(AuditEntry(time: now, actorKind: "device", actor: row.id, address: address, action: "device activate",
                                              user: row.user, serial: row.id, result: "ok", detail: aaid), connection)
-            return .success(DeviceActivated(device: row.id, user: row.user, credential: deviceCredential.text, pinPolicy: pinPolicy))
+            return .success(PushRules.activated(device: row.id, user: row.user, credential: deviceCredential.text, pinPolicy: pinPolicy,
+                                                offlineSecret: offlineSecret))
         }
         return try outcome.get()
     }
@@ -428,7 +435,10 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                                              detail: PushDecisions.openedDetail(service: service, cancelledEarlier: !cancelled.isEmpty), time: now),
                                   connection)
             try await self.notify([Self.userKey(user)] + cancelled.map(Self.requestKey), connection)
-            return .success(PushOpened(id: id, expires: expires, host: caller.name))
+            let offline = try await self.changed("""
+                SELECT 1 FROM devices WHERE "user" = \(user) AND state = 'active' AND length(offline_secret) > 0 LIMIT 1
+                """, connection)
+            return .success(PushOpened(id: id, expires: expires, host: caller.name, offline: offline ? true : nil))
         }
         return try outcome.get()
     }
@@ -496,6 +506,55 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             try await self.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: Self.now()), connection)
             try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
             return PushDecisions.cancelled(row, moved: true)
+        }
+    }
+
+    public func verifyOffline(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse? {
+        guard let pushID = request.pushId else { return nil }
+        let user = try RequestRules.user(request.user)
+        return try await transaction("checking an offline push response") { connection -> VerifyResponse? in
+            let now = Self.now()
+            // Another host's or user's request, or an unknown id: the answer is only a passcode.
+            guard PushRules.isRequestID(pushID), let row = try await self.pushRequest(id: pushID, connection), row.host == caller.name,
+                  row.user == user, row.state == "pending" else { return nil }
+            guard row.expires > now else {
+                if try await self.transition(row.id, from: "pending", to: "expired", connection) {
+                    try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
+                }
+                return nil
+            }
+            var devices: [PushDeviceRow] = []
+            if PushRules.mayBeOfflineResponse(request), try await !self.failures(user, connection).isLocked(at: now) {
+                for try await device in try await connection.query(
+                    "SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE \"user\" = \(user) ORDER BY created, id", logger: self.logger) {
+                    devices.append(try Self.deviceRow(device))
+                }
+            }
+            let match = PushRules.offlineMatch(request.passcode, challenge: row.offlineChallenge, devices: devices) { device in
+                SeedSealing.open(device.offlineSecret, key: self.keys.dataKey, user: user, serial: "offline:" + device.id)
+            }
+            guard let device = match else {
+                if try await self.transition(row.id, from: "pending", to: "cancelled", connection) {
+                    try await self.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok",
+                                                     detail: "answered with a passcode", time: now), connection)
+                    try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
+                }
+                return nil
+            }
+            // Whichever node moves it first wins; a second answer with the same response is a passcode.
+            guard try await self.changed("""
+                UPDATE push_requests SET state = 'consumed', device = \(device), result = 'offline'
+                WHERE id = \(row.id) AND state = 'pending' RETURNING 1
+                """, connection) else { return nil }
+            try await connection.query("UPDATE devices SET last_used = \(now) WHERE id = \(device)", logger: self.logger)
+            try await connection.query("UPDATE push_users SET since_success = 0 WHERE \"user\" = \(user)", logger: self.logger)
+            try await self.lock(user, connection)
+            let state = try await self.failures(user, connection)
+            if state != .clear { try await self.apply([.clearFailures(key: user, expected: state)], connection) }
+            try await self.append(AuditEntry(caller, "push offline", user: user, serial: row.id, result: "accept",
+                                             detail: "offline response of device \(device)", time: now), connection)
+            try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
+            return PushRules.offlineAccepted(device: device)
         }
     }
 

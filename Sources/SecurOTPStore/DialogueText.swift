@@ -42,6 +42,12 @@ public enum DialogueText {
         "Approve on your device with number \(number), or type a code: "
     }
 
+    /// The same, with the offline challenge (docs/push.md, "Offline approval") in two groups of
+    /// four digits, so that the number stays the prompt's only group of six.
+    public static func approveOnDevice(number: String, offlineChallenge: String) -> String {
+        "Approve on your device with number \(number), or type a code (offline challenge \(offlineChallenge)): "
+    }
+
     /// Why the ordinary code prompt follows an approval prompt, put in front of it (messages
     /// are silenced under sudo, a prompt never is).
     public static let approvalDenied = "Not approved on your device."

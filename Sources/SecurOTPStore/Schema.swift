@@ -154,6 +154,11 @@ enum Schema {
             since_success INTEGER NOT NULL DEFAULT 0
         ) WITHOUT ROWID;
         """,
+        // 6: offline approval (docs/push.md, "Offline approval"): each device's offline secret,
+        // sealed under the data key; empty for devices activated before it.
+        """
+        ALTER TABLE devices ADD COLUMN offline_secret BLOB;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

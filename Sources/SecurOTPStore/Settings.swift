@@ -121,6 +121,9 @@ public struct Settings: Sendable, Equatable {
             remote.failMode = mode
         case "push_timeout": remote.pushTimeout = try integer(ValidatorSettings.pushTimeoutRange)
         case "device_ca": remote.deviceCA = try path()
+        case "push_offline":
+            guard let value, value == "allow" || value == "deny" else { throw fail("expected allow or deny") }
+            remote.pushOffline = value == "allow"
         case "device_uv":
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule

@@ -357,3 +357,17 @@ extension Store {
 
     public var schemaVersion: Int64 { (try? db.userVersion()) ?? 0 }
 }
+
+extension Store {
+    /// A push device's offline secret sealed under the data key, bound to the user and device
+    /// (docs/push.md, "Offline approval"); the `offline:` prefix keeps it apart from any token
+    /// serial's associated data.
+    public func sealDeviceSecret(_ secret: SecretBytes, user: String, device: String) throws(StoreError) -> [UInt8] {
+        try SeedSealing.seal(secret, key: keys.dataKey, user: user, serial: "offline:" + device)
+    }
+
+    /// Nil when the blob was altered, moved to another device, or sealed under another key.
+    public func openDeviceSecret(_ sealed: [UInt8], user: String, device: String) -> SecretBytes? {
+        SeedSealing.open(sealed, key: keys.dataKey, user: user, serial: "offline:" + device)
+    }
+}

@@ -24,6 +24,12 @@ public struct ValidatorSettings: Sendable, Equatable {
     public var deviceCA: String?
     /// `device_uv=required`: only approvals that say the device checked its user (its PIN).
     public var deviceUserVerification = DeviceUserVerification.optional
+    /// `push_offline=allow|deny` (docs/push.md, "Offline approval"); unset: deny with
+    /// `device_ca=` (its owner does not trust the validator to approve), allow without.
+    public var pushOffline: Bool?
+
+    /// Whether the push prompt may offer an offline challenge.
+    public var offersOfflineApproval: Bool { pushOffline ?? (deviceCA == nil) }
 
     public static let timeoutRange = 1...60
     public static let pushTimeoutRange = 5...300

@@ -12,6 +12,12 @@ under test. Tests drive the device through a control route, usually from a pam-c
                             [--push yes|no] [--push-refusal CODE] [--code 123456] [--approval-state approved|consumed]
     fake_validator.py device URL approve|deny|expire|none [--wrong-number] [--replay] [--no-uv] [--delay S]
         (reads the number from $PAM_CHECK_PROMPT; prints an empty line: the user's Enter)
+    fake_validator.py device URL respond --secret HEX
+        (offline approval: reads the offline challenge from $PAM_CHECK_PROMPT, prints the response)
+
+With --offline-secret HEX the user's device has offline mode (docs/push.md, "Offline approval"):
+the push answer says `offline: true`, and /v1/verify with push_id takes the request's response
+once (challenge and OCRA written here from the contract, with hashlib/hmac).
 
 It can also misbehave the ways a compromised or buggy validator might: relay a signature over
 another number (--wrong-number), hand an earlier login's approval to a new request
@@ -20,6 +26,7 @@ another number (--wrong-number), hand an earlier login's approval to a new reque
 import argparse
 import base64
 import hashlib
+import hmac
 import http.server
 import json
 import os
@@ -52,6 +59,24 @@ def statement(request, number, device):
     values = [request["id"], request["user"], request["host"], request["service"], request["remote_address"],
               request["tty"], request["command"], request["nonce"], number, str(request["expires"]), device]
     return b"securotp-push-v1" + b"".join(field(v) for v in values)
+
+
+OFFLINE_FIELDS = ["id", "user", "host", "service", "remote_address", "tty", "command", "nonce", "number", "expires"]
+OFFLINE_SUITE = "OCRA-1:HOTP-SHA256-8:QN08"
+
+
+def offline_challenge(request):
+    data = b"securotp-offline-v1" + b"".join(field(str(request[k])) for k in OFFLINE_FIELDS) + field("")
+    return "%08d" % (struct.unpack(">Q", hashlib.sha256(data).digest()[:8])[0] % 10**8)
+
+
+def offline_response(secret, challenge):
+    hexq = "%X" % int(challenge)
+    if len(hexq) % 2:
+        hexq += "0"
+    mac = hmac.new(secret, OFFLINE_SUITE.encode() + b"\0" + bytes.fromhex(hexq).ljust(128, b"\0"), hashlib.sha256).digest()
+    offset = mac[-1] & 0x0F
+    return "%08d" % ((struct.unpack(">I", mac[offset:offset + 4])[0] & 0x7FFFFFFF) % 10**8)
 
 
 def spki(key):
@@ -104,6 +129,18 @@ class Validator:
         return 200, answer
 
     def verify(self, body):
+        request = self.requests.get(body.get("push_id"))
+        if request is not None and request["user"] == body.get("user"):
+            with self.lock:
+                if request["state"] == "pending" and request["expires"] > time.time() and self.args.offline_secret and \
+                        hmac.compare_digest(body.get("passcode", ""), offline_response(bytes.fromhex(self.args.offline_secret),
+                                                                                       offline_challenge(request))):
+                    request["state"] = "consumed"
+                    self.lock.notify_all()
+                    return 200, {"result": "accept", "outcome": "push_offline", "serial": DEVICE_ID, "reason": "offline push approval"}
+                if request["state"] == "pending":
+                    request["state"] = "cancelled"
+                self.lock.notify_all()
         if body.get("passcode") == self.args.code:
             return 200, {"result": "accept", "serial": "100001", "code_digits": 6}
         return 200, {"result": "reject", "reason": "wrong code", "failures": 1}
@@ -127,7 +164,10 @@ class Validator:
             self.requests[request["id"]] = request
             self.latest = request
             self.lock.notify_all()
-        return 201, {"id": request["id"], "expires": request["expires"], "host": HOST_NAME}
+        answer = {"id": request["id"], "expires": request["expires"], "host": HOST_NAME}
+        if self.args.offline_secret:
+            answer["offline"] = True
+        return 201, answer
 
     def wait(self, body):
         request = self.requests.get(body.get("id"))
@@ -258,6 +298,12 @@ def serve(args):
 def device(args):
     """The user at the device: reads the number from the login's prompt, types it in."""
     prompt = os.environ.get("PAM_CHECK_PROMPT", "")
+    if args.decision == "respond":
+        found = re.search(r"offline challenge ([0-9]{4}) ([0-9]{4})\)", prompt)
+        if not found:
+            sys.exit("expected an offline challenge in the prompt: %r" % prompt)
+        print(offline_response(bytes.fromhex(args.secret), found.group(1) + found.group(2)))
+        return
     numbers = re.findall(r"(?<![0-9])[0-9]{6}(?![0-9])", prompt)
     body = {"decision": args.decision, "delay": args.delay, "uv": not args.no_uv, "replay": args.replay,
             "wrong_number": args.wrong_number}
@@ -285,9 +331,11 @@ def main():
     s.add_argument("--push-refusal", default="")
     s.add_argument("--code", default="123456")
     s.add_argument("--approval-state", choices=["approved", "consumed"], default="approved")
+    s.add_argument("--offline-secret", default="")
     d = commands.add_parser("device")
     d.add_argument("url")
-    d.add_argument("decision", choices=["approve", "deny", "expire", "none"])
+    d.add_argument("decision", choices=["approve", "deny", "expire", "none", "respond"])
+    d.add_argument("--secret", default="")
     d.add_argument("--wrong-number", action="store_true")
     d.add_argument("--replay", action="store_true")
     d.add_argument("--no-uv", action="store_true")

@@ -40,6 +40,9 @@ struct RemoteVerification: PasscodeCheck {
     private var pushOffered = false
     /// The push request the first prompt asked the user to approve, until it is answered.
     private var openPush: PushApprovalCheck.Request?
+    /// The open push's prompt showed the offline challenge: its answer goes to `/v1/verify`
+    /// with `push_id` (docs/push.md, "Offline approval").
+    private var offlineOffered = false
 
     init(_ login: LoginContext) { self.login = login }
 
@@ -135,7 +138,14 @@ struct RemoteVerification: PasscodeCheck {
         }
         openPush = PushApprovalCheck.Request(id: opened.id, user: login.user, host: opened.host, context: context, challenge: challenge,
                                             expires: opened.expires)
-        let prompt = (self.challenge.map { "Challenge \($0). " } ?? "") + DialogueText.approveOnDevice(number: challenge.number)
+        var approve = DialogueText.approveOnDevice(number: challenge.number)
+        offlineOffered = false
+        if opened.offline, remote.offersOfflineApproval, let request = openPush {
+            let offlineChallenge = OfflineApproval.challenge(request.statement(device: ""))
+            approve = DialogueText.approveOnDevice(number: challenge.number, offlineChallenge: OfflineApproval.grouped(offlineChallenge))
+            offlineOffered = true
+        }
+        let prompt = (self.challenge.map { "Challenge \($0). " } ?? "") + approve
         return .deviceApproval(request: opened.id, number: challenge.number, expires: opened.expires, prompt: prompt)
     }
 
@@ -160,7 +170,7 @@ struct RemoteVerification: PasscodeCheck {
 
     /// A passcode sent to the validator (`/v1/verify`), or checked against this host's offline
     /// codes when the validator cannot be asked.
-    private mutating func verification(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> StepOutcome {
+    private mutating func verification(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool, pushID: String? = nil) -> StepOutcome {
         guard let client, let offline else { return .finished(PAM_AUTH_ERR) }
         if offlineOnly { return .finished(checkOffline(input, offline, countsFailure: countsFailure)) }
         // forward_pass: only the trailing code leaves this host, never the password.
@@ -169,6 +179,7 @@ struct RemoteVerification: PasscodeCheck {
         var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "passcode", value: .secret(passcode))]
         if forward { fields.append((key: "code_at_end", value: .bool(true))) }
         if let challengeID { fields.append((key: "challenge_id", value: .text(challengeID))) }
+        if let pushID { fields.append((key: "push_id", value: .text(pushID))) }
         // Offline codes used since the last online login: the validator withdraws them first.
         let reported = offline.pendingUsage()
         if !reported.isEmpty {
@@ -198,6 +209,9 @@ struct RemoteVerification: PasscodeCheck {
     /// device, so wait for it; anything else is a passcode, and the request is withdrawn.
     private mutating func answerApproval(_ request: PushApprovalCheck.Request, _ input: UnsafeBufferPointer<UInt8>) -> StepOutcome {
         guard input.isEmpty else {
+            // With the offline challenge shown, one call: the validator takes the answer as the
+            // offline response, or cancels the request and verifies it as a passcode.
+            if offlineOffered { return verification(input, countsFailure: true, pushID: request.id) }
             report("/v1/push/cancel", [(key: "id", value: .text(request.id))], request)
             return verification(input, countsFailure: true)
         }

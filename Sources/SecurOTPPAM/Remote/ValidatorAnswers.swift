@@ -55,8 +55,11 @@ struct PushOpened {
     let expires: Int64
     /// This host's name on the validator, as the device signs it.
     let host: String
+    /// A device of the user has offline mode (docs/push.md, "Offline approval").
+    let offline: Bool
 
     init?(_ json: JSONValue) {
+        offline = json["offline"]?.bool == true
         guard let id = json["id"]?.string, PushText.isRequestID(id),
               let expires = json["expires"]?.integer, expires > 0, expires < 100_000_000_000,
               let host = json["host"]?.string, PushText.isHostName(host) else { return nil }

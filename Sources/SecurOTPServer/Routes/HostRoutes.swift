@@ -37,6 +37,11 @@ struct HostRoutes {
             let body = try await request.decode(as: VerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "verify", countsAgainstUser: true)
             guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
+            // docs/push.md, "Offline approval": the push prompt's answer is first the request's
+            // offline response; if not, the request is cancelled and the answer is a passcode.
+            if let accepted = try await push.verifyOffline(body, caller: caller) {
+                return JSONResponse(counted(accepted))
+            }
             return JSONResponse(counted(try await service.verify(body, caller: caller)))
         }
         group.post("verify/answer") { request, context in

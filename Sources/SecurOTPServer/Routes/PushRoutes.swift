@@ -76,6 +76,17 @@ struct PushRoutes {
         return status
     }
 
+    /// `/v1/verify` with `push_id`: the accept of an offline response, or nil (the request was
+    /// cancelled; the answer is verified as a passcode). Either way the request's and the
+    /// user's waits see the change at once.
+    func verifyOffline(_ body: VerifyRequest, caller: Caller) async throws -> VerifyResponse? {
+        guard let devices, let pushID = body.pushId else { return nil }
+        let accepted = try await devices.verifyOffline(body, caller: caller)
+        await waiters.notify(PushWaiters.request(pushID))
+        await waiters.notify(PushWaiters.user(body.user))
+        return accepted
+    }
+
     // MARK: devices
 
     /// `POST /v1/devices/activate`: no credential (the activation code is one).

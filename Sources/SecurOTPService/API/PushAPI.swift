@@ -32,11 +32,15 @@ public struct PushOpened: Codable, Sendable, Equatable {
     public var expires: Int64
     /// The host credential's name, as the device is told it and signs it (field(host)).
     public var host: String
+    /// True when one of the user's active devices has an offline secret: the host may show the
+    /// offline challenge (docs/push.md, "Offline approval"). Absent otherwise.
+    public var offline: Bool?
 
-    public init(id: String, expires: Int64, host: String) {
+    public init(id: String, expires: Int64, host: String, offline: Bool? = nil) {
         self.id = id
         self.expires = expires
         self.host = host
+        self.offline = offline
     }
 }
 
@@ -152,12 +156,19 @@ public struct DeviceActivated: Codable, Sendable, Equatable {
     public var user: String
     public var credential: String
     public var pinPolicy: DevicePINPolicy
+    /// The offline secret (32 bytes, base64url), returned once, for `FFFF#0001` devices
+    /// (docs/push.md, "Offline approval"); with `offlineSuite`, `OfflineApproval.suiteText`.
+    public var offlineSecret: String?
+    public var offlineSuite: String?
 
-    public init(device: String, user: String, credential: String, pinPolicy: DevicePINPolicy) {
+    public init(device: String, user: String, credential: String, pinPolicy: DevicePINPolicy, offlineSecret: String? = nil,
+                offlineSuite: String? = nil) {
         self.device = device
         self.user = user
         self.credential = credential
         self.pinPolicy = pinPolicy
+        self.offlineSecret = offlineSecret
+        self.offlineSuite = offlineSuite
     }
 }
 

@@ -61,13 +61,19 @@ public struct VerifyRequest: Codable, Sendable, Equatable {
     /// Offline codes this host used while the validator was unreachable: per serial, the
     /// first counter it has not used. They are withdrawn before the passcode is checked.
     public var offlineUsed: [OfflineUsage]?
+    /// The push request whose prompt took this answer (docs/push.md, "Offline approval"): the
+    /// answer is first checked as the request's offline response, else the request is
+    /// cancelled and the answer verified as a passcode.
+    public var pushId: String?
 
-    public init(user: String, passcode: String, codeAtEnd: Bool? = nil, challengeId: String? = nil, offlineUsed: [OfflineUsage]? = nil) {
+    public init(user: String, passcode: String, codeAtEnd: Bool? = nil, challengeId: String? = nil, offlineUsed: [OfflineUsage]? = nil,
+                pushId: String? = nil) {
         self.user = user
         self.passcode = passcode
         self.codeAtEnd = codeAtEnd
         self.challengeId = challengeId
         self.offlineUsed = offlineUsed
+        self.pushId = pushId
     }
 }
 
@@ -112,6 +118,9 @@ public enum VerifyOutcome: String, Codable, Sendable, Equatable {
     case locked
     /// Another step is needed: `challenge` says which.
     case nextStep = "next_step"
+    /// The request's offline response from one of the user's devices (`serial`: the device id;
+    /// docs/push.md, "Offline approval").
+    case pushOffline = "push_offline"
 
     /// The outcome a result has when nothing more specific is said.
     init(_ result: VerifyResultKind) {

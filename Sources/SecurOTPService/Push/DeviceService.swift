@@ -40,6 +40,10 @@ public protocol DeviceService: Sendable {
     func pushStatus(id: String, caller: Caller) async throws(ServiceError) -> PushStatus
     func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError)
     func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus
+    /// `/v1/verify` with `push_id` (docs/push.md, "Offline approval"): the accept when the
+    /// answer is the request's offline response (taken once); otherwise nil, after cancelling
+    /// the request, and the answer is verified as a passcode.
+    func verifyOffline(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse?
 }
 
 /// The validator's push settings (securotpd.conf, docs/validator.md).

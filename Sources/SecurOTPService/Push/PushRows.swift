@@ -1,3 +1,4 @@
+import SecurOTPCore
 import SecurOTPEngine
 
 /// A device and a push request as stored (SQLite PushTables, PostgreSQL alike), with what both
@@ -18,10 +19,14 @@ public struct PushDeviceRow: Sendable {
     public var unlockExpires: Int64
     public var created: Int64
     public var lastUsed: Int64
+    /// The offline secret sealed under the store's data key (`Store.sealDeviceSecret`), or
+    /// empty: a device without offline mode (docs/push.md, "Offline approval").
+    public var offlineSecret: [UInt8]
 
     public init(id: String, user: String, name: String, aaid: String, state: String, activationExpires: Int64, publicKey: [UInt8],
                 certificate: String, credentialHash: [UInt8], signCounter: Int64, userVerification: Bool, unlockHash: [UInt8],
-                unlockExpires: Int64, created: Int64, lastUsed: Int64) {
+                unlockExpires: Int64, created: Int64, lastUsed: Int64, offlineSecret: [UInt8] = []) {
+        self.offlineSecret = offlineSecret
         self.id = id; self.user = user; self.name = name; self.aaid = aaid; self.state = state; self.activationExpires = activationExpires
         self.publicKey = publicKey; self.certificate = certificate; self.credentialHash = credentialHash; self.signCounter = signCounter
         self.userVerification = userVerification; self.unlockHash = unlockHash; self.unlockExpires = unlockExpires; self.created = created
@@ -75,6 +80,13 @@ public struct PushRequestRow: Sendable {
     public var forDevice: DevicePushRequest {
         DevicePushRequest(id: id, user: user, host: host, service: service, remoteAddress: remoteAddress, tty: tty, command: command,
                           nonce: nonce, expires: expires)
+    }
+
+    /// The offline challenge both the host and the validator derive from this request
+    /// (docs/push.md, "Offline approval").
+    public var offlineChallenge: String {
+        OfflineApproval.challenge(PushStatement(id: id, user: user, host: host, service: service, remoteAddress: remoteAddress, tty: tty,
+                                                command: command, nonce: nonce, number: number, expires: String(expires), device: ""))
     }
 
     public func statement(device: String) -> [UInt8] {

@@ -43,4 +43,6 @@ extension RemoteTokenService: DeviceService {
     public func pushStatus(id: String, caller: Caller) async throws(ServiceError) -> PushStatus { throw Self.notAdmin }
     public func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError) { throw Self.notAdmin }
     public func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus { throw Self.notAdmin }
+    /// `verify` forwards `push_id` as it is: the validator behind this client decides.
+    public func verifyOffline(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse? { nil }
 }

@@ -108,7 +108,8 @@ extension LocalTokenService: DeviceService {
         let policy = pushPolicy
         let pinPolicy = DevicePINPolicy(required: policy.pinRequired, minLength: policy.pinMinLength, maxLength: policy.pinMaxLength)
         // The taken code commits even when it has expired (single use); only then is the refusal thrown.
-        let outcome = try await runPush { (_, push, access) throws(ServiceError) -> Result<DeviceActivated, ServiceError> in
+        let offlineSecret = try PushRules.newOfflineSecret(aaid: aaid)
+        let outcome = try await runPush { (store, push, access) throws(ServiceError) -> Result<DeviceActivated, ServiceError> in
             let now = Self.now()
             return try Self.call { () throws(StoreError) -> Result<DeviceActivated, ServiceError> in
                 guard let row = try push.takeActivation(hash: PushRules.codeHash(normalized)) else {
@@ -125,9 +126,13 @@ extension LocalTokenService: DeviceService {
                 do throws(ServiceError) { credential = try PushRules.newCredential(deviceID: row.id) } catch { return .failure(error) }
                 try push.activate(id: row.id, name: name.isEmpty ? row.name : name, aaid: aaid, publicKey: publicKey,
                                   credentialHash: credential.secretHash, userVerification: request.userVerification ?? false)
+                if let offlineSecret {
+                    try push.setOfflineSecret(id: row.id, sealed: store.sealDeviceSecret(offlineSecret, user: row.user, device: row.id))
+                }
                 try access.append(AuditEntry(time: now, actorKind: "device", actor: row.id, address: address, action: "device activate",
                                              user: row.user, serial: row.id, result: "ok", detail: aaid))
-                return .success(DeviceActivated(device: row.id, user: row.user, credential: credential.text, pinPolicy: pinPolicy))
+                return .success(PushRules.activated(device: row.id, user: row.user, credential: credential.text, pinPolicy: pinPolicy,
+                                                    offlineSecret: offlineSecret))
             }
         }
         return try outcome.get()
@@ -312,7 +317,7 @@ extension LocalTokenService: DeviceService {
                 try push.countRequest(user: user)
                 try access.append(AuditEntry(caller, "push", user: user, serial: id, result: "ok",
                                              detail: PushDecisions.openedDetail(service: service, cancelledEarlier: cancelled > 0), time: now))
-                return .success(PushOpened(id: id, expires: row.expires, host: caller.name))
+                return .success(PushOpened(id: id, expires: row.expires, host: caller.name, offline: try push.hasOfflineDevice(user: user) ? true : nil))
             }
         }
         return try outcome.get()
@@ -367,6 +372,46 @@ extension LocalTokenService: DeviceService {
                 }
                 let entry = PushDecisions.result(row, accepted: request.accepted, reason: request.reason)
                 try access.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: entry.result, detail: entry.detail, time: now))
+            }
+        }
+    }
+
+    public func verifyOffline(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse? {
+        guard let pushID = request.pushId else { return nil }
+        let user = try RequestRules.user(request.user)
+        return try await runPush { (store, push, access) throws(ServiceError) in
+            try Self.call { () throws(StoreError) -> VerifyResponse? in
+                let now = Self.now()
+                // Another host's or user's request, or an unknown id: the answer is only a passcode.
+                guard PushRules.isRequestID(pushID), let row = try push.request(id: pushID), row.host == caller.name, row.user == user,
+                      row.state == "pending" else { return nil }
+                guard row.expires > now else {
+                    _ = try push.transition(id: row.id, from: "pending", to: "expired")
+                    return nil
+                }
+                var devices: [PushTables.DeviceRow] = []
+                if PushRules.mayBeOfflineResponse(request), try !store.userState(user).isLocked(at: now) {
+                    devices = try push.devices(user: user)
+                }
+                let match = PushRules.offlineMatch(request.passcode, challenge: row.offlineChallenge, devices: devices) { device in
+                    store.openDeviceSecret(device.offlineSecret, user: user, device: device.id)
+                }
+                guard let device = match else {
+                    if try push.transition(id: row.id, from: "pending", to: "cancelled") {
+                        try access.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok",
+                                                     detail: "answered with a passcode", time: now))
+                    }
+                    return nil
+                }
+                // Whoever moves it first wins; a second answer with the same response is a passcode.
+                guard try push.takeOffline(id: row.id, device: device) else { return nil }
+                try push.recordUse(id: device, counter: 0, now: now)
+                try push.resetCount(user: user)
+                let state = try store.userState(user)
+                if state != .clear { try store.apply([.clearFailures(key: user, expected: state)]) }
+                try access.append(AuditEntry(caller, "push offline", user: user, serial: row.id, result: "accept",
+                                             detail: "offline response of device \(device)", time: now))
+                return PushRules.offlineAccepted(device: device)
             }
         }
     }

@@ -14,14 +14,14 @@ struct PushTables {
 
     static let deviceColumns = """
         id, user, name, aaid, state, activation_expires, public_key, certificate, credential_hash, sign_counter, user_verification, \
-        unlock_hash, unlock_expires, created, last_used
+        unlock_hash, unlock_expires, created, last_used, offline_secret
         """
 
     private func device(from row: SQLiteDatabase.Statement) -> DeviceRow {
         DeviceRow(id: row.text(0), user: row.text(1), name: row.text(2), aaid: row.text(3), state: row.text(4), activationExpires: row.integer(5),
                   publicKey: row.blob(6), certificate: row.text(7), credentialHash: row.blob(8), signCounter: row.integer(9),
                   userVerification: row.integer(10) != 0, unlockHash: row.blob(11), unlockExpires: row.integer(12), created: row.integer(13),
-                  lastUsed: row.integer(14))
+                  lastUsed: row.integer(14), offlineSecret: row.blob(15))
     }
 
     func insertDevice(id: String, user: String, name: String, activationHash: [UInt8], expires: Int64, now: Int64) throws(StoreError) {
@@ -70,6 +70,18 @@ struct PushTables {
             WHERE id = ? AND state = 'pending'
             """).bind(.text(name), .text(aaid), .blob(publicKey), .blob(credentialHash), .integer(userVerification ? 1 : 0), .text(id)).run()
         guard db.changes == 1 else { throw StoreError(.database, "device \(id) changed during activation; try again") }
+    }
+
+    /// The device's sealed offline secret, kept beside its key from activation on.
+    func setOfflineSecret(id: String, sealed: [UInt8]) throws(StoreError) {
+        try db.prepare("UPDATE devices SET offline_secret = ? WHERE id = ?").bind(.blob(sealed), .text(id)).run()
+    }
+
+    func hasOfflineDevice(user: String) throws(StoreError) -> Bool {
+        let statement = try db.prepare("SELECT 1 FROM devices WHERE user = ? AND state = 'active' AND length(offline_secret) > 0 LIMIT 1")
+        defer { statement.reset() }
+        try statement.bind(.text(user))
+        return try statement.step()
     }
 
     func deleteDevice(id: String, user: String) throws(StoreError) -> Bool {
@@ -168,6 +180,13 @@ struct PushTables {
             UPDATE push_requests SET state = 'approved', device = ?, authenticator_data = ?, client_data_json = ?, signature = ?
             WHERE id = ? AND state = 'pending'
             """).bind(.text(device), .blob(authenticatorData), .blob(clientDataJSON), .blob(signature), .text(id)).run()
+        return db.changes == 1
+    }
+
+    /// An offline response was taken: the request is consumed (never approved after it), once.
+    func takeOffline(id: String, device: String) throws(StoreError) -> Bool {
+        try db.prepare("UPDATE push_requests SET state = 'consumed', device = ?, result = 'offline' WHERE id = ? AND state = 'pending'")
+            .bind(.text(device), .text(id)).run()
         return db.changes == 1
     }
 

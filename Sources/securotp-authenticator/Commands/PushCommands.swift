@@ -160,6 +160,29 @@ struct Approve: ParsableCommand {
     }
 }
 
+struct Respond: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Answer a login's offline challenge when this device cannot reach the validator.",
+        discussion: """
+        The login's prompt shows an offline challenge (8 digits, e.g. "offline challenge 1234 5678"). This prints the 8-digit response to type at that prompt; it needs no network. With a PIN policy the device PIN is checked first (--pin-file or the terminal); wrong PINs count towards the block as for approve. Devices activated before offline approval existed have no offline mode.
+
+        Example:
+          securotp-authenticator respond 12345678
+        """
+    )
+
+    @OptionGroup var store: StoreOptions
+    @Argument(help: "The 8-digit offline challenge the login shows (spaces allowed).") var challenge: [String]
+    @Option(name: .customLong("pin-file"), help: ArgumentHelp("Read the device PIN from the first line of FILE.", valueName: "FILE")) var pinFile: String?
+
+    func run() throws {
+        let context = try Context(store)
+        let device = try PushDevice(store: try context.open())
+        let pin = try device.registration.pinPolicy.required && !device.registration.blocked ? PushPIN.current(file: pinFile) : nil
+        print(try device.respond(challenge: challenge.joined(separator: " "), pin: pin))
+    }
+}
+
 /// Prints the validator's verdict; anything but the expected state is an error exit.
 func report(_ result: (state: String, reason: String?), verb: String) throws {
     let state = TerminalText.excerpt(result.state)
