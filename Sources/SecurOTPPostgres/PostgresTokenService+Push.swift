@@ -107,6 +107,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
         guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "activation code malformed") }
         let now = Self.now()
         let expires = now + pushPolicy.activationLifetime
+        let activationURL = try pushPolicy.activationURL(request, code: code)
         try await transaction("adding a device") { connection in
             try await connection.query("""
                 INSERT INTO devices (id, "user", name, state, activation_hash, activation_expires, created)
@@ -114,7 +115,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 """, logger: self.logger)
             try await self.append(AuditEntry(caller, "device add", user: user, serial: id, result: "ok", detail: name, time: now), connection)
         }
-        return DeviceAdded(device: id, user: user, activationCode: code, expires: expires)
+        return DeviceAdded(device: id, user: user, activationCode: code, expires: expires, activationUrl: activationURL)
     }
 
     public func devices(user: String?, caller: Caller) async throws(ServiceError) -> DeviceList {

@@ -55,8 +55,18 @@ public struct PushPolicy: Sendable, Equatable {
     public var pinRequired = true
     public var pinMinLength = 4
     public var pinMaxLength = 8
+    /// `public_url`: where phones' browsers reach the validator (web devices, `FFFF#0002`);
+    /// nil refuses them.
+    public var publicURL: PublicURL?
     /// Wrong numbers that fail a request.
     public static let wrongNumbersToFail = 3
 
     public init() {}
+
+    /// The activation URL a `web: true` device add answers with; 409 while `public_url` is unset.
+    public func activationURL(_ request: DeviceAddRequest, code: String) throws(ServiceError) -> String? {
+        guard request.web == true else { return nil }
+        guard let publicURL else { throw PublicURL.unset }
+        return publicURL.activationURL(code: code)
+    }
 }

@@ -22,13 +22,14 @@ extension LocalTokenService: DeviceService {
         let code = try PushRules.newCode()
         guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "activation code malformed") }
         let lifetime = pushPolicy.activationLifetime
+        let activationURL = try pushPolicy.activationURL(request, code: code)
         return try await runPush { (_, push, access) throws(ServiceError) in
             let now = Self.now()
             try Self.call { () throws(StoreError) in
                 try push.insertDevice(id: id, user: user, name: name, activationHash: PushRules.codeHash(normalized), expires: now + lifetime, now: now)
                 try access.append(AuditEntry(caller, "device add", user: user, serial: id, result: "ok", detail: name, time: now))
             }
-            return DeviceAdded(device: id, user: user, activationCode: code, expires: now + lifetime)
+            return DeviceAdded(device: id, user: user, activationCode: code, expires: now + lifetime, activationUrl: activationURL)
         }
     }
 
