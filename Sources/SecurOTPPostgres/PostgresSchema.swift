@@ -154,6 +154,22 @@ enum PostgresSchema {
             since_success BIGINT NOT NULL DEFAULT 0
         );
         """),
+        // 5: phones without an app, as the SQLite store's schema 6 (docs/push.md).
+        statements("""
+        CREATE TABLE web_devices (
+            device TEXT PRIMARY KEY,
+            challenge BYTEA,
+            challenge_expires BIGINT NOT NULL DEFAULT 0,
+            credential_id BYTEA,
+            origin TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE web_sessions (
+            hash BYTEA PRIMARY KEY,
+            kind TEXT NOT NULL,
+            device TEXT NOT NULL DEFAULT '',
+            expires BIGINT NOT NULL
+        );
+        """),
     ]
 
     private static func statements(_ script: String) -> [String] {

@@ -326,7 +326,8 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 }
                 let check = PushRules.checkApproval(statement: row.statement(device: device.id), publicKey: device.publicKey,
                                                     authenticatorData: answer.authenticatorData, clientDataJSON: answer.clientDataJSON,
-                                                    signature: answer.signature, requireUserVerification: requireUV)
+                                                    signature: answer.signature, requireUserVerification: requireUV,
+                                                    webOrigin: self.pushPolicy.webOrigin(aaid: device.aaid))
                 switch check {
                 case .refused(let reason):
                     try await self.countPushFailure(user: row.user, now: now, connection)
@@ -491,7 +492,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                                                      detail: "the approving device is gone or blocked", time: now), connection)
                     return PushStatus(id: row.id, state: "failed", expires: row.expires)
                 }
-                return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device))
+                return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device, origin: self.pushPolicy.webOrigin(aaid: device.aaid)))
             default:
                 return PushStatus(id: row.id, state: row.state, expires: row.expires)
             }

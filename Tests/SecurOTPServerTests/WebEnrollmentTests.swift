@@ -46,6 +46,16 @@ struct SoftPasskey {
             + [UInt8(id.count >> 8), UInt8(id.count & 0xff)] + id + (key ?? coseKey)
     }
 
+    /// `navigator.credentials.get`: authenticator data (37 bytes), client data and signature, base64url.
+    func assertion(challenge: [UInt8], origin: String = "http://localhost:8080", rpID: String = "localhost", flags: UInt8 = 0x05,
+                   counter: UInt8 = 1) throws -> [String: String] {
+        let authData = PushRules.sha256(Array(rpID.utf8)) + [flags, 0, 0, 0, counter]
+        let clientData = SoftPasskey.clientData(type: "webauthn.get", challenge: challenge, origin: origin)
+        let signature = try #require(PushRules.sign(authData + PushRules.sha256(clientData), privateKeyPEM: privateKeyPEM))
+        return ["credential_id": PushRules.base64URLEncode(credentialID), "authenticator_data": PushRules.base64URLEncode(authData),
+                "client_data_json": PushRules.base64URLEncode(clientData), "signature": PushRules.base64URLEncode(signature)]
+    }
+
     static func attestationObject(_ authData: [UInt8], fmt: String = "none") -> [UInt8] {
         TestCBOR.map([(TestCBOR.text("fmt"), TestCBOR.text(fmt)), (TestCBOR.text("attStmt"), TestCBOR.map([])),
                       (TestCBOR.text("authData"), TestCBOR.bytes(authData))])
@@ -177,5 +187,158 @@ struct WebEnrollmentTests {
             [0x62, 0xc3, 0x28],           // text that is not UTF-8
         ]
         for input in refused { #expect(CBORReader.decodeAll(input) == nil, "\(input.prefix(8))") }
+    }
+
+    /// A web device added and its enrollment options fetched.
+    static func webDevice(_ client: APIClient, _ fixture: ValidatorFixture, _ user: String) async throws -> (code: String, options: APIClient.Answer) {
+        let added = try await client.call(.post, "/v1/users/\(user)/devices", ["name": "phone", "web": true], bearer: fixture.admin)
+        let code = try #require(added.string("activation_code"), "\(added.text)")
+        let options = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": code], origin: "http://localhost:8080")
+        #expect(options.status == 200, "\(options.text)")
+        return (code, options)
+    }
+
+    static func enrollBody(_ passkey: SoftPasskey, code: String, challenge: String, origin: String = "http://localhost:8080",
+                           rpID: String = "localhost", flags: UInt8 = 0x45) -> [String: Any] {
+        let challengeBytes = PushRules.base64URLDecode(challenge) ?? []
+        return ["activation_code": code, "credential_id": PushRules.base64URLEncode(passkey.credentialID),
+                "client_data_json": PushRules.base64URLEncode(SoftPasskey.clientData(challenge: challengeBytes, origin: origin)),
+                "attestation_object": PushRules.base64URLEncode(SoftPasskey.attestationObject(passkey.authenticatorData(rpID: rpID, flags: flags)))]
+    }
+
+    @Test("web enrollment: options then the passkey's registration, accepted once; wrong origin, RP id, UV or a used challenge refused")
+    func webEnrollment() async throws {
+        let fixture = try await ValidatorFixture.make { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
+        try await fixture.withClient { client in
+            let unknown = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": "ABCD-EFGH-JKMN-PQRS"])
+            #expect(unknown.status == 404, "\(unknown.text)")
+            let passkey = try SoftPasskey()
+            var (code, options) = try await Self.webDevice(client, fixture, "alice")
+            #expect(options.string("rp_id") == "localhost" && options.string("user") == "alice" && options.string("validator") == "localhost")
+            #expect(PushRules.base64URLDecode(options.string("user_id") ?? "") == Array((options.string("device") ?? "-").utf8))
+            // Each refusal takes the challenge: the page asks for new options.
+            let refusals: [(String, [String: Any])] = [
+                ("wrong_origin", Self.enrollBody(passkey, code: code, challenge: options.string("challenge") ?? "", origin: "http://localhost:9999")),
+                ("wrong_rp_id", Self.enrollBody(passkey, code: code, challenge: options.string("challenge") ?? "", rpID: "example.com")),
+                ("not_verified", Self.enrollBody(passkey, code: code, challenge: options.string("challenge") ?? "", flags: 0x41)),
+            ]
+            for (reason, body) in refusals {
+                options = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": code])
+                var wrong = body
+                let fresh = PushRules.base64URLDecode(options.string("challenge") ?? "") ?? []
+                if reason != "wrong_challenge" {
+                    let origin = reason == "wrong_origin" ? "http://localhost:9999" : "http://localhost:8080"
+                    wrong["client_data_json"] = PushRules.base64URLEncode(SoftPasskey.clientData(challenge: fresh, origin: origin))
+                }
+                let refused = try await client.call(.post, "/v1/web/enroll", wrong)
+                #expect(refused.status == 400 && refused.text.contains(reason), "\(reason): \(refused.text)")
+                // The challenge was taken: the right registration over it is refused too.
+                let again = try await client.call(.post, "/v1/web/enroll", Self.enrollBody(passkey, code: code, challenge: options.string("challenge") ?? ""))
+                #expect(again.status == 400 && again.text.contains("wrong_challenge"), "\(again.text)")
+            }
+            options = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": code])
+            let good = Self.enrollBody(passkey, code: code, challenge: options.string("challenge") ?? "")
+            let enrolled = try await client.call(.post, "/v1/web/enroll", good, origin: "http://localhost:8080")
+            #expect(enrolled.status == 200 && enrolled.string("state") == "active" && enrolled.string("user") == "alice", "\(enrolled.text)")
+            let replayed = try await client.call(.post, "/v1/web/enroll", good)
+            #expect(replayed.status == 404, "the code is used: \(replayed.text)")
+            let reopened = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": code])
+            #expect(reopened.status == 404, "\(reopened.text)")
+            let list = try await client.call(.get, "/v1/devices?user=alice", bearer: fixture.admin)
+            let device = try #require((list["devices"] as? [[String: Any]])?.first)
+            #expect(device["aaid"] as? String == "FFFF#0002" && device["state"] as? String == "active"
+                    && device["public_key"] as? String == PushRules.base64URLEncode(passkey.publicKey), "\(list.text)")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(preflight["push"] as? Bool == true, "\(preflight.text)")
+
+            // Another site's page is refused, whatever it sends.
+            (code, options) = try await Self.webDevice(client, fixture, "bob")
+            let foreign = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": code], origin: "https://evil.example")
+            #expect(foreign.status == 403, "\(foreign.text)")
+        }
+        await fixture.cleanUp()
+    }
+
+    /// Enrolls `passkey` for `user` as a web device; its id.
+    static func enroll(_ client: APIClient, _ fixture: ValidatorFixture, _ user: String, _ passkey: SoftPasskey) async throws -> String {
+        let (code, options) = try await webDevice(client, fixture, user)
+        let enrolled = try await client.call(.post, "/v1/web/enroll", enrollBody(passkey, code: code, challenge: options.string("challenge") ?? ""))
+        #expect(enrolled.status == 200, "\(enrolled.text)")
+        return try #require(enrolled.string("device"))
+    }
+
+    static func session(_ client: APIClient, _ passkey: SoftPasskey, origin: String = "http://localhost:8080",
+                        flags: UInt8 = 0x05) async throws -> (body: [String: String], answer: APIClient.Answer) {
+        let options = try await client.call(.post, "/v1/web/session/options", origin: "http://localhost:8080")
+        #expect(options.status == 200 && options.string("rp_id") == "localhost", "\(options.text)")
+        let challenge = PushRules.base64URLDecode(options.string("challenge") ?? "") ?? []
+        let body = try passkey.assertion(challenge: challenge, origin: origin, flags: flags)
+        return (body, try await client.call(.post, "/v1/web/session", body))
+    }
+
+    @Test("web session: an assertion over a single-use challenge gives sotp_w_; it reads and approves requests; the host gets FFFF#0002 with its origin")
+    func webSessionAndApproval() async throws {
+        let fixture = try await ValidatorFixture.make { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
+        try await fixture.withClient { client in
+            let passkey = try SoftPasskey()
+            let device = try await Self.enroll(client, fixture, "alice", passkey)
+            // Refused: another passkey, UV missing, a wrong origin; each takes its challenge.
+            let foreign = try await Self.session(client, try SoftPasskey())
+            #expect(foreign.answer.status == 401, "\(foreign.answer.text)")
+            let noUV = try await Self.session(client, passkey, flags: 0x01)
+            #expect(noUV.answer.status == 401, "\(noUV.answer.text)")
+            let elsewhere = try await Self.session(client, passkey, origin: "http://localhost:9999")
+            #expect(elsewhere.answer.status == 401, "\(elsewhere.answer.text)")
+
+            let (body, answer) = try await Self.session(client, passkey)
+            #expect(answer.status == 200 && answer.string("device") == device && answer.string("user") == "alice", "\(answer.text)")
+            let session = try #require(answer.string("session"))
+            #expect(session.hasPrefix("sotp_w_"))
+            let replayed = try await client.call(.post, "/v1/web/session", body)
+            #expect(replayed.status == 401, "a session challenge is taken once: \(replayed.text)")
+
+            let opened = try await PushAPITests.open(client, fixture, "alice")
+            #expect(opened.status == 201, "\(opened.text)")
+            let listed = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: session, origin: "http://localhost:8080")
+            let request = try #require((listed["requests"] as? [[String: Any]])?.first, "\(listed.text)")
+            let foreignPage = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: session, origin: "https://evil.example")
+            #expect(foreignPage.status == 403, "\(foreignPage.text)")
+            let forged = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: "sotp_w_" + String(repeating: "A", count: 43))
+            #expect(forged.status == 401, "\(forged.text)")
+
+            // The page's approval: the statement's hash as the challenge of a webauthn.get.
+            func field(_ key: String) -> String { request[key] as? String ?? "" }
+            let statement = PushRules.statement(id: field("id"), user: field("user"), host: field("host"), service: field("service"),
+                                                remoteAddress: field("remote_address"), tty: field("tty"), command: field("command"),
+                                                nonce: field("nonce"), number: "492817", expires: Int64(request["expires"] as? Int ?? 0), device: device)
+            var approval: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(statement), counter: 2)
+            approval["credential_id"] = nil
+            approval["id"] = field("id")
+            approval["decision"] = "approve"
+            approval["number"] = "492817"
+            let approved = try await client.call(.post, "/v1/device/answer", approval, bearer: session, origin: "http://localhost:8080")
+            #expect(approved.string("state") == "approved", "\(approved.text)")
+            let waited = try await client.call(.post, "/v1/push/wait", ["id": field("id"), "wait": 1], bearer: fixture.host)
+            let handed = try #require(waited["approval"] as? [String: Any], "\(waited.text)")
+            #expect(handed["aaid"] as? String == "FFFF#0002" && handed["origin"] as? String == "http://localhost:8080"
+                    && handed["device"] as? String == device, "\(waited.text)")
+
+            // An assertion made as the authenticator's (securotp.push.approve) is not a web device's.
+            let second = try await PushAPITests.open(client, fixture, "alice")
+            let secondID = try #require(second.string("id"))
+            let pending = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: session)
+            let next = try #require((pending["requests"] as? [[String: Any]])?.first { $0["id"] as? String == secondID })
+            var wrongOrigin: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(PushRules.statement(
+                id: secondID, user: "alice", host: "web1", service: "sshd", remoteAddress: "192.0.2.7", tty: "ssh", command: "",
+                nonce: PushAPITests.nonce, number: "492817", expires: Int64(next["expires"] as? Int ?? 0), device: device)),
+                origin: "http://localhost:9999", counter: 3)
+            wrongOrigin["credential_id"] = nil
+            wrongOrigin["id"] = secondID
+            wrongOrigin["decision"] = "approve"
+            wrongOrigin["number"] = "492817"
+            let refused = try await client.call(.post, "/v1/device/answer", wrongOrigin, bearer: session)
+            #expect(refused.string("state") == "failed" && refused.string("reason") == "wrong_origin", "\(refused.text)")
+        }
+        await fixture.cleanUp()
     }
 }

@@ -63,6 +63,13 @@ public struct PushPolicy: Sendable, Equatable {
 
     public init() {}
 
+    /// The origin a web device's (`FFFF#0002`) passkey signs at: public_url's (the page is served
+    /// only there); nil for other devices. A web device while public_url is unset gets "", which
+    /// no client data matches.
+    public func webOrigin(aaid: String) -> String? {
+        aaid == WebEnrollmentRules.aaid ? (publicURL?.origin ?? "") : nil
+    }
+
     /// The activation URL a `web: true` device add answers with; 409 while `public_url` is unset.
     public func activationURL(_ request: DeviceAddRequest, code: String) throws(ServiceError) -> String? {
         guard request.web == true else { return nil }

@@ -220,7 +220,8 @@ extension LocalTokenService: DeviceService {
                     }
                     let check = PushRules.checkApproval(statement: row.statement(device: device.id), publicKey: device.publicKey,
                                                         authenticatorData: approval.authenticatorData, clientDataJSON: approval.clientDataJSON,
-                                                        signature: approval.signature, requireUserVerification: requireUV)
+                                                        signature: approval.signature, requireUserVerification: requireUV,
+                                                        webOrigin: self.pushPolicy.webOrigin(aaid: device.aaid))
                     switch check {
                     case .refused(let reason):
                         try Self.countFailure(store, user: row.user, policy: policy, now: now)
@@ -376,7 +377,7 @@ extension LocalTokenService: DeviceService {
                                                      detail: "the approving device is gone or blocked", time: now))
                         return PushStatus(id: row.id, state: "failed", expires: row.expires)
                     }
-                    return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device))
+                    return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device, origin: self.pushPolicy.webOrigin(aaid: device.aaid)))
                 default:
                     return PushStatus(id: row.id, state: row.state, expires: row.expires)
                 }
