@@ -25,6 +25,7 @@ modules_for() {
     base32|otpauth|ocra|push-assertion|push-base64|push-certificate) echo "${core[@]}" ;;
     config|passcode|json) echo "${store[@]}" ;;
     migration|pskc|sdtid|ctf|import|import-fields) echo "${import[@]}" ;;
+    webauthn) echo SecurOTPCore WebAuthnParsing ;;
     *) echo "fuzz/build.sh: no module list for harness $1; add it to modules_for" >&2; return 1 ;;
   esac
 }
@@ -65,6 +66,11 @@ for module in SecurOTPCore SecurOTPSecurID SecurOTPEngine SecurOTPStore; do
   [[ $needed == *" $module "* ]] && build_module "$module" "Sources/$module" "${pam_safe[@]}"
 done
 [[ $needed == *" SecurOTPImport "* ]] && build_module SecurOTPImport Sources/SecurOTPImport
+# The validator's passkey parsers alone (SecurOTPService's whole graph would pull Foundation in).
+if [[ $needed == *" WebAuthnParsing "* ]]; then
+  "$swiftc" "${swift_flags[@]}" -module-name WebAuthnParsing -emit-module -emit-module-path "$obj/WebAuthnParsing.swiftmodule" \
+    -emit-object -o "$obj/WebAuthnParsing.o" Sources/SecurOTPService/Push/CBOR.swift Sources/SecurOTPService/Push/WebAuthnRegistration.swift
+fi
 build_module FuzzSupport fuzz/Support
 
 for harness in "${harnesses[@]}"; do

@@ -156,6 +156,22 @@ enum PostgresSchema {
         """),
         // 5: offline approval, as the SQLite store's schema 6 (docs/push.md, "Offline approval").
         ["ALTER TABLE devices ADD COLUMN offline_secret BYTEA"],
+        // 6: phones without an app, as the SQLite store's schema 7 (docs/push.md).
+        statements("""
+        CREATE TABLE web_devices (
+            device TEXT PRIMARY KEY,
+            challenge BYTEA,
+            challenge_expires BIGINT NOT NULL DEFAULT 0,
+            credential_id BYTEA,
+            origin TEXT NOT NULL DEFAULT ''
+        );
+        CREATE TABLE web_sessions (
+            hash BYTEA PRIMARY KEY,
+            kind TEXT NOT NULL,
+            device TEXT NOT NULL DEFAULT '',
+            expires BIGINT NOT NULL
+        );
+        """),
     ]
 
     private static func statements(_ script: String) -> [String] {

@@ -108,6 +108,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
         guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "activation code malformed") }
         let now = Self.now()
         let expires = now + pushPolicy.activationLifetime
+        let activationURL = try pushPolicy.activationURL(request, code: code)
         try await transaction("adding a device") { connection in
             try await connection.query("""
                 INSERT INTO devices (id, "user", name, state, activation_hash, activation_expires, created)
@@ -115,7 +116,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 """, logger: self.logger)
             try await self.append(AuditEntry(caller, "device add", user: user, serial: id, result: "ok", detail: name, time: now), connection)
         }
-        return DeviceAdded(device: id, user: user, activationCode: code, expires: expires)
+        return DeviceAdded(device: id, user: user, activationCode: code, expires: expires, activationUrl: activationURL)
     }
 
     public func devices(user: String?, caller: Caller) async throws(ServiceError) -> DeviceList {
@@ -302,7 +303,8 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             }
             // Whatever this answer changes ends the host's wait and the user's devices' waits, on every node.
             try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
-            switch PushDecisions.answer(answer, row: row, device: device, requireUserVerification: requireUV, now: now) {
+            switch PushDecisions.answer(answer, row: row, device: device, requireUserVerification: requireUV, now: now,
+                                        policy: self.pushPolicy) {
             case .respond(let response):
                 return .success(response)
             case .change(let change):
@@ -464,7 +466,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             case .handOut(let lost):
                 // Handed out once, by whichever node's call moves it to consumed.
                 guard try await self.transition(row.id, from: "approved", to: "consumed", connection) else { return lost }
-                let handed = PushDecisions.handOut(row, device: try await self.device(id: row.device, connection))
+                let handed = PushDecisions.handOut(row, device: try await self.device(id: row.device, connection), policy: self.pushPolicy)
                 if let entry = handed.audit {
                     try await self.append(AuditEntry(caller, "push wait", user: row.user, serial: row.id, result: entry.result, detail: entry.detail,
                                                      time: now), connection)

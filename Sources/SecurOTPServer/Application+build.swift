@@ -76,7 +76,10 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
     AdminRoutes(service: service, push: push)
         .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .admin, limits: limits, metrics: metrics)))
     push.addActivation(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)))
+    WebRoutes(devices: service as? any WebDeviceService)
+        .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: OriginCheck(publicURL: configuration.push.publicURL)))
     push.addDevice(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host))
+        .add(middleware: OriginCheck(publicURL: configuration.push.publicURL))
         .add(middleware: DeviceAuthenticate(devices: service as? any DeviceService, metrics: metrics)))
     return router
 }

@@ -68,7 +68,7 @@ public struct DaemonConfiguration: Sendable {
     public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
                                         "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level",
                                         "push_limit", "push_lifetime", "activation_lifetime", "device_pin", "device_pin_min", "device_pin_max",
-                                        "push_waiters", "push_hook_url", "push_hook_command"] + storeKeys.sorted()
+                                        "push_waiters", "push_hook_url", "push_hook_command", "public_url"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
@@ -139,6 +139,11 @@ public struct DaemonConfiguration: Sendable {
             }
         case "push_hook_command":
             pushHookCommand = value.isEmpty || value.lowercased() == "no" ? nil : try path()
+        case "public_url":
+            switch PublicURL.parse(value) {
+            case .success(let url): push.publicURL = url
+            case .failure(let error): throw ServiceError(.config, "\(origin): \(error.message)")
+            }
         case "log_level":
             guard ["trace", "debug", "info", "notice", "warning", "error", "critical"].contains(value) else {
                 throw fail("expected trace, debug, info, notice, warning, error or critical")

@@ -159,6 +159,24 @@ enum Schema {
         """
         ALTER TABLE devices ADD COLUMN offline_secret BLOB;
         """,
+        // 7: phones without an app (docs/push.md, issue 16): a web device's enrollment challenge
+        // while pending (single use), then its passkey's credential id and origin; the page's
+        // session challenges and sessions (`web_sessions`, hashed, each taken once).
+        """
+        CREATE TABLE web_devices (
+            device TEXT PRIMARY KEY NOT NULL,
+            challenge BLOB,
+            challenge_expires INTEGER NOT NULL DEFAULT 0,
+            credential_id BLOB,
+            origin TEXT NOT NULL DEFAULT ''
+        ) WITHOUT ROWID;
+        CREATE TABLE web_sessions (
+            hash BLOB PRIMARY KEY NOT NULL,
+            kind TEXT NOT NULL,
+            device TEXT NOT NULL DEFAULT '',
+            expires INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

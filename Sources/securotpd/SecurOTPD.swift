@@ -45,6 +45,9 @@ struct SecurOTPD: AsyncParsableCommand {
     @Option(help: ArgumentHelp("SQLite database path, or postgres://USER:PASSWORD@HOST:PORT/DB for PostgreSQL.", valueName: "URL|PATH"))
     var database: String?
 
+    @Option(name: .customLong("public-url"), help: ArgumentHelp("The validator's address as phones' browsers see it (passkeys, docs/push.md); https://HOST[:PORT].", valueName: "URL"))
+    var publicURL: String?
+
     @Option(help: ArgumentHelp("Read settings from FILE instead of \(DaemonConfiguration.defaultPath).", valueName: "FILE"))
     var config: String?
 
@@ -64,7 +67,8 @@ struct SecurOTPD: AsyncParsableCommand {
         try settings.load(path: config ?? DaemonConfiguration.defaultPath, required: config != nil)
         try settings.applyEnvironment(ProcessInfo.processInfo.environment)
         let flags: [(String, String?)] = [("listen", listen), ("tls_cert", tlsCert), ("tls_key", tlsKey), ("tls_client_ca", tlsClientCA),
-                                          ("state_dir", stateDirectory), ("database", database)]
+                                          ("state_dir", stateDirectory), ("database", database),
+                                          ("public_url", publicURL)]
         for case let (key, value?) in flags { try settings.apply(key: key, value: value, origin: "--\(key.replacingOccurrences(of: "_", with: "-"))") }
         try settings.validate()
         try await run(settings)

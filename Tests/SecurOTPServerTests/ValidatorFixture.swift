@@ -144,9 +144,10 @@ struct APIClient: Sendable {
 
     @discardableResult
     func call(_ method: HTTPRequest.Method, _ path: String, _ body: [String: Any]? = nil, bearer: String? = nil,
-              rawBody: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Answer {
+              rawBody: String? = nil, origin: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Answer {
         var headers: HTTPFields = [.contentType: "application/json"]
         if let bearer { headers[.authorization] = "Bearer \(bearer)" }
+        if let origin { headers[.origin] = origin }
         var buffer: ByteBuffer?
         if let body { buffer = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: body)) }
         if let rawBody { buffer = ByteBuffer(string: rawBody) }

@@ -205,7 +205,13 @@ struct DeviceAuthenticate: RouterMiddleware {
         }
         let caller: Caller
         do {
-            caller = try await devices.authenticateDevice(credential: String(header.dropFirst(7)), address: context.peer)
+            let credential = String(header.dropFirst(7))
+            // A phone's page holds a session (docs/push.md "Phones without an app"), not a device credential.
+            if credential.hasPrefix(WebSessionRules.prefix), let web = devices as? any WebDeviceService {
+                caller = try await web.authenticateWebSession(credential, address: context.peer)
+            } else {
+                caller = try await devices.authenticateDevice(credential: credential, address: context.peer)
+            }
         } catch {
             metrics.authenticationFailures.increment()
             context.logger.notice("refused device credential", metadata: ["peer": "\(context.peer)", "path": "\(request.uri.path)"])

@@ -84,6 +84,8 @@ public struct PushApproval: Codable, Sendable, Equatable {
     public var authenticatorData: String
     public var clientDataJson: String
     public var signature: String
+    /// `FFFF#0002` (a phone's passkey): the origin it signed at; the host's check uses it.
+    public var origin: String?
 
     public init(device: String, aaid: String, publicKey: String, certificate: String?, authenticatorData: String, clientDataJson: String,
                 signature: String) {

@@ -59,8 +59,25 @@ public struct PushPolicy: Sendable, Equatable {
     public var pinRequired = true
     public var pinMinLength = 4
     public var pinMaxLength = 8
+    /// `public_url`: where phones' browsers reach the validator (web devices, `FFFF#0002`);
+    /// nil refuses them.
+    public var publicURL: PublicURL?
     /// Wrong numbers that fail a request.
     public static let wrongNumbersToFail = 3
 
     public init() {}
+
+    /// The origin a web device's (`FFFF#0002`) passkey signs at: public_url's (the page is served
+    /// only there); nil for other devices. A web device while public_url is unset gets "", which
+    /// no client data matches.
+    public func webOrigin(aaid: String) -> String? {
+        aaid == WebEnrollmentRules.aaid ? (publicURL?.origin ?? "") : nil
+    }
+
+    /// The activation URL a `web: true` device add answers with; 409 while `public_url` is unset.
+    public func activationURL(_ request: DeviceAddRequest, code: String) throws(ServiceError) -> String? {
+        guard request.web == true else { return nil }
+        guard let publicURL else { throw PublicURL.unset }
+        return publicURL.activationURL(code: code)
+    }
 }

@@ -98,7 +98,9 @@ public enum PushDecisions {
 
     /// What a device's answer does to the request `row`, answered by `device` (active, the
     /// request's user's: the store checks both first).
-    public static func answer(_ answer: Answer, row: PushRequestRow, device: PushDeviceRow, requireUserVerification: Bool, now: Int64) -> AnswerStep {
+    /// `policy`: a phone's passkey (`FFFF#0002`) is checked at its public_url origin (PushPolicy.webOrigin).
+    public static func answer(_ answer: Answer, row: PushRequestRow, device: PushDeviceRow, requireUserVerification: Bool, now: Int64,
+                              policy: PushPolicy = PushPolicy()) -> AnswerStep {
         guard row.state == "pending" else { return .respond(DeviceStateResponse(state: row.state, reason: "the request is no longer pending")) }
         guard row.expires > now else { return .change(Change(moveTo: "expired", response: DeviceStateResponse(state: "expired", reason: "the request expired"))) }
         switch answer.kind {
@@ -113,7 +115,8 @@ public enum PushDecisions {
             guard ConstantTime.equal(Array(signed.number.utf8), Array(row.number.utf8)) else { return .countWrongNumber }
             let check = PushRules.checkApproval(statement: row.statement(device: device.id), publicKey: device.publicKey,
                                                 authenticatorData: signed.authenticatorData, clientDataJSON: signed.clientDataJSON,
-                                                signature: signed.signature, requireUserVerification: requireUserVerification)
+                                                signature: signed.signature, requireUserVerification: requireUserVerification,
+                                                webOrigin: policy.webOrigin(aaid: device.aaid))
             switch check {
             case .refused(let reason): return .change(refused(reason, reason: reason))
             case .verified(let counter, _): return .approve(counter: counter)
@@ -193,12 +196,12 @@ public enum PushDecisions {
 
     /// The approval this call moved to consumed, given the approving device as read now: handed
     /// out if it is still the user's and active, else failed with an audit entry.
-    public static func handOut(_ row: PushRequestRow, device: PushDeviceRow?) -> (status: PushStatus, audit: Audit?) {
+    public static func handOut(_ row: PushRequestRow, device: PushDeviceRow?, policy: PushPolicy = PushPolicy()) -> (status: PushStatus, audit: Audit?) {
         guard let device, device.user == row.user, device.state == "active" else {
             return (PushStatus(id: row.id, state: "failed", expires: row.expires),
                     Audit(result: "reject", detail: "the approving device is gone or blocked"))
         }
-        return (PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device)), nil)
+        return (PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device, origin: policy.webOrigin(aaid: device.aaid))), nil)
     }
 
     public static func noResultAwaited(_ row: PushRequestRow) -> String {

@@ -70,11 +70,14 @@ public struct PushRequestRow: Sendable {
     }
 
     /// What a host's wait hands out (once) for an approved request.
-    public func approval(by device: PushDeviceRow) -> PushApproval {
-        PushApproval(device: device.id, aaid: device.aaid, publicKey: PushRules.base64URLEncode(device.publicKey),
-                     certificate: device.certificate.isEmpty ? nil : device.certificate,
-                     authenticatorData: PushRules.base64URLEncode(authenticatorData),
-                     clientDataJson: PushRules.base64URLEncode(clientDataJSON), signature: PushRules.base64URLEncode(signature))
+    /// `origin`: where a web device's passkey signed (`FFFF#0002`), for the host's check.
+    public func approval(by device: PushDeviceRow, origin: String? = nil) -> PushApproval {
+        var approval = PushApproval(device: device.id, aaid: device.aaid, publicKey: PushRules.base64URLEncode(device.publicKey),
+                                    certificate: device.certificate.isEmpty ? nil : device.certificate,
+                                    authenticatorData: PushRules.base64URLEncode(authenticatorData),
+                                    clientDataJson: PushRules.base64URLEncode(clientDataJSON), signature: PushRules.base64URLEncode(signature))
+        approval.origin = origin
+        return approval
     }
 
     public var forDevice: DevicePushRequest {

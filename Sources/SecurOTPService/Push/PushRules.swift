@@ -148,13 +148,17 @@ public enum PushRules {
 
     /// The validator's own check of an approval (the host repeats it): client data, authenticator
     /// data and the ES256 signature over authenticatorData || SHA-256(clientDataJSON).
+    /// `webOrigin`: a phone's passkey (`FFFF#0002`) signed in its browser at this origin:
+    /// type `webauthn.get`, the origin's host name as RP id, user verification always required.
     public static func checkApproval(statement: [UInt8], publicKey: [UInt8], authenticatorData: [UInt8], clientDataJSON: [UInt8],
-                                     signature: [UInt8], requireUserVerification: Bool) -> ApprovalCheck {
+                                     signature: [UInt8], requireUserVerification: Bool, webOrigin: String? = nil) -> ApprovalCheck {
         // The one verifier hosts and devices use too (SecurOTPCore/Push, docs/push.md).
         switch ApprovalAssertion.verify(authenticatorData: authenticatorData, clientDataJSON: clientDataJSON, signature: signature,
-                                        publicKey: publicKey, expectedChallenge: sha256(statement), expectedType: ClientData.pushType,
-                                        expectedOrigin: ClientData.pushOrigin, expectedRPID: ClientData.pushRPID,
-                                        requireUserVerification: requireUserVerification) {
+                                        publicKey: publicKey, expectedChallenge: sha256(statement),
+                                        expectedType: webOrigin == nil ? ClientData.pushType : ClientData.webAuthnGetType,
+                                        expectedOrigin: webOrigin ?? ClientData.pushOrigin,
+                                        expectedRPID: webOrigin.map { WebSessionRules.rpID(origin: $0) } ?? ClientData.pushRPID,
+                                        requireUserVerification: requireUserVerification || webOrigin != nil) {
         case .accepted(let counter, let userVerified): return .verified(counter: counter, userVerified: userVerified)
         case .refused(.badSignature): return .refused("signature does not verify")
         case .refused(.notVerified): return .refused("user verification (device PIN) required")

@@ -22,13 +22,14 @@ extension LocalTokenService: DeviceService {
         let code = try PushRules.newCode()
         guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "activation code malformed") }
         let lifetime = pushPolicy.activationLifetime
+        let activationURL = try pushPolicy.activationURL(request, code: code)
         return try await runPush { (_, push, access) throws(ServiceError) in
             let now = Self.now()
             try Self.call { () throws(StoreError) in
                 try push.insertDevice(id: id, user: user, name: name, activationHash: PushRules.codeHash(normalized), expires: now + lifetime, now: now)
                 try access.append(AuditEntry(caller, "device add", user: user, serial: id, result: "ok", detail: name, time: now))
             }
-            return DeviceAdded(device: id, user: user, activationCode: code, expires: now + lifetime)
+            return DeviceAdded(device: id, user: user, activationCode: code, expires: now + lifetime, activationUrl: activationURL)
         }
     }
 
@@ -197,7 +198,8 @@ extension LocalTokenService: DeviceService {
                     if let entry = change.audit { try audit(entry) }
                     return change.response
                 }
-                switch PushDecisions.answer(answer, row: row, device: device, requireUserVerification: requireUV, now: now) {
+                switch PushDecisions.answer(answer, row: row, device: device, requireUserVerification: requireUV, now: now,
+                                            policy: self.pushPolicy) {
                 case .respond(let response):
                     return response
                 case .change(let change):
@@ -344,7 +346,7 @@ extension LocalTokenService: DeviceService {
                     return status
                 case .handOut(let lost):
                     guard try push.transition(id: row.id, from: "approved", to: "consumed") else { return lost }
-                    let handed = PushDecisions.handOut(row, device: try push.device(id: row.device))
+                    let handed = PushDecisions.handOut(row, device: try push.device(id: row.device), policy: self.pushPolicy)
                     if let entry = handed.audit {
                         try access.append(AuditEntry(caller, "push wait", user: row.user, serial: row.id, result: entry.result, detail: entry.detail, time: now))
                     }

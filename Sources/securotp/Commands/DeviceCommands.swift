@@ -44,14 +44,16 @@ struct DeviceCommand: AsyncParsableCommand {
         @Option(help: "A name for the device (shown in lists).") var name: String?
         @Option(help: ArgumentHelp("The validator's URL for the device, put in the QR code (default: --server).", valueName: "URL"))
         var validator: String?
+        @Flag(help: "A passkey in the phone's browser, no app: print the validator's enrollment link (its public_url).") var web = false
         @Flag(name: .customLong("no-qr"), help: "Do not print the QR code.") var noQR = false
         @Option(help: "text or json.") var format: OutputFormat = .text
 
         func run(in context: CommandContext) async throws {
             let user = CommandContext.canonical(self.user)
             let added = try await DeviceCommand.withDevices(context, create: true) { devices in
-                try await devices.addDevice(user: user, DeviceAddRequest(name: name), caller: context.caller)
+                try await devices.addDevice(user: user, DeviceAddRequest(name: name, web: web ? true : nil), caller: context.caller)
             }
+            if web { return try printWeb(added, context) }
             var server = validator
             if server == nil, case .remote(let url, _, _, _, _) = context.target { server = url }
             let link = server.map { "securotp-activate:\($0)?code=\(added.activationCode)" }
@@ -74,6 +76,25 @@ struct DeviceCommand: AsyncParsableCommand {
                     context.print("\nOn the device: securotp-authenticator activate \(added.activationCode) --server https://VALIDATOR:8443")
                     context.print("(Give --validator URL to print a QR code with the validator's address.)")
                 }
+            }
+        }
+
+        /// `--web`: the link the phone opens (docs/push.md "Phones without an app"); the code rides
+        /// in its fragment.
+        private func printWeb(_ added: DeviceAdded, _ context: CommandContext) throws {
+            guard let url = added.activationUrl else { throw PublicURL.unset }
+            switch format {
+            case .json:
+                context.print(JSONValue.object([("device", .string(added.device)), ("user", .string(added.user)), ("url", .string(url)),
+                                                ("expires", Formatting.isoTime(added.expires)), ("expires_unix", .number(added.expires)),
+                                                ("activation_code", .string(added.activationCode))]).rendered)
+            case .text:
+                context.print("Added device \(added.device) for \(added.user) (pending until the phone registers its passkey).\n")
+                if !noQR, let qr = try? QRCode.encode(Array(url.utf8), errorCorrection: .medium) {
+                    context.print("Open this on the phone (scan it), single use, until \(Formatting.time(added.expires)):\n")
+                    context.print(qr.terminalString(quietZone: 2, invert: true))
+                }
+                context.print("Link: \(url)")
             }
         }
     }
