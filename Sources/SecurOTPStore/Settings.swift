@@ -20,6 +20,9 @@ public struct Settings: Sendable, Equatable {
     public var remote = ValidatorSettings()
     /// FIDO security keys (`origin`, `cue_prompt`; docs/fido.md).
     public var fido = FidoSettings()
+    /// `methods = fido,push,otp`: the methods users may use, in order; nil: LoginMethods.standard
+    /// (per-group and per-user policies in the store come first; LoginMethods.resolve).
+    public var methods: LoginMethods?
 
     public init() {}
 
@@ -109,6 +112,9 @@ public struct Settings: Sendable, Equatable {
         case "device_uv":
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule
+        case "methods":
+            guard let value, let order = LoginMethods(parsing: value) else { throw fail(LoginMethods.expectation) }
+            methods = order
         default:
             throw StoreError(.config, "\(origin.describe(key)): unknown setting; see pam_securotp(8) or docs/configuration.md")
         }
