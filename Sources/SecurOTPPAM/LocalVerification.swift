@@ -16,7 +16,19 @@ struct LocalVerification: PasscodeCheck {
     private var nextCodePosition: Int64 = 0
     private var pinMode = PINMode.none
 
-    init(_ login: LoginContext) { self.login = login }
+    /// Whether codes can log this user in. `refused`: no method that takes codes is left
+    /// (LoginMethods); the prompt and refusal are those of a user without a token, and
+    /// `ignorable` says the user has no credential for any of the methods (nullok applies).
+    enum CodeUse: Equatable {
+        case accepted
+        case refused(ignorable: Bool)
+    }
+    let codes: CodeUse
+
+    init(_ login: LoginContext, codes: CodeUse = .accepted) {
+        self.login = login
+        self.codes = codes
+    }
 
     private var session: PAMSession { login.session }
     private var settings: Settings { login.settings }
@@ -29,6 +41,11 @@ struct LocalVerification: PasscodeCheck {
         do {
             let now = Int64(time(nil))
             let issue = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) -> ChallengeIssue?? in
+                if case .refused(let ignorable) = codes {
+                    // The same store reads as for a user without a token, no challenge.
+                    let hasTokens = try store.hasActiveTokens(user: login.user)
+                    return settings.nullok && login.known && (ignorable || !hasTokens) ? .none : .some(nil)
+                }
                 if settings.nullok, login.known, try !store.hasActiveTokens(user: login.user) { return .none }
                 // A user with an OCRA token gets a fresh challenge in its suite's format, this
                 // attempt counted before it is shown.
@@ -64,8 +81,12 @@ struct LocalVerification: PasscodeCheck {
         if challenge != nil, live == nil {
             session.log(LOG_NOTICE, "OCRA challenge for \(login.shownUser) answered after more than \(ChallengeIssue.lifetime) s; not checked")
         }
+        // Codes refused: checked against the decoy row's (empty) tokens, the failure counted
+        // on the user's own row, like a wrong code of a user without a token.
+        let tokensOf = codes == .accepted ? login.user : Store.unresolvedUsersKey
+        let failureKey = codes == .accepted ? self.failureKey : (self.failureKey ?? login.user)
         let first = outcome(store { (store) throws(StoreError) in
-            try store.verify(user: login.user, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now,
+            try store.verify(user: tokensOf, input: input, codeAtEnd: settings.forwardPass, policy: settings.policy, now: now,
                              failureKey: failureKey, countsFailure: countsFailure, challenge: live, charged: charged)
         })
         return DialogueRunner.run(first, &self, login: login, steps: Self.dialogueSteps)

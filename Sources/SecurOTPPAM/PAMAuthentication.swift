@@ -35,7 +35,8 @@ public enum PAMAuthentication {
         let login = LoginContext(session: session, settings: settings, user: account?.name ?? user,
                                  shownUser: validName ? user : "(invalid user name)", known: account != nil, validName: validName)
 
-        if !settings.groups.isEmpty, let account, let groups = account.groupNames(), !settings.groups.covers(groups: groups) {
+        let groups = account?.groupNames()
+        if !settings.groups.isEmpty, let groups, !settings.groups.covers(groups: groups) {
             session.debugLog("user \(login.shownUser) is outside groups=; not asking for a code")
             return PAM_IGNORE
         }
@@ -44,13 +45,53 @@ public enum PAMAuthentication {
             var check = RemoteVerification(login)
             return converse(&check, login)
         }
-        // FIDO security keys first (Fido/FidoLogin.swift): a touch may settle the login.
-        switch FidoLogin.attempt(login) {
-        case .accepted: return PAM_SUCCESS
-        case .refused(let code): return code
-        case .notEnrolled, .unavailable: break
+        // The user's methods in order (docs/configuration.md, "Login methods"): the user's
+        // policy, the groups', `methods=`, else FIDO then passcodes. Names NSS does not know
+        // get the global order, like everyone without a policy.
+        let methods: LoginMethods?
+        do {
+            methods = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
+                try store.loginMethods(user: login.known ? login.user : "", groups: login.known ? groups ?? [] : [], global: settings.methods)
+            }
+        } catch {
+            // An unavailable store is reported by the passcode step as before; a policy that
+            // cannot be read fails closed: prompted and refused, no method used.
+            session.log(LOG_ERR, "cannot read the login methods of \(login.shownUser), refusing: \(error.message)")
+            var check = LocalVerification(login, codes: .refused(ignorable: false))
+            return converse(&check, login)
         }
-        var check = LocalVerification(login)
+        return local(login, methods)
+    }
+
+    /// Local mode: each of the user's methods in order until one decides. Push is a validator's
+    /// (remote mode); here it is skipped. A user whose methods are all spent or unusable is
+    /// prompted and refused like a user without a token (`nullok` ignores one who has no
+    /// credential for any of them).
+    private static func local(_ login: LoginContext, _ methods: LoginMethods?) -> Int32 {
+        var enrolled = false
+        for method in methods?.order ?? [] {
+            switch method {
+            case .fido:
+                // A touch may settle the login (Fido/FidoLogin.swift).
+                switch FidoLogin.attempt(login) {
+                case .accepted: return PAM_SUCCESS
+                case .refused(let code): return code
+                case .declined:
+                    guard methods?.explicit == true else { return PAM_AUTH_ERR }
+                    enrolled = true
+                    login.session.log(LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
+                case .unavailable: enrolled = true
+                case .notEnrolled: break
+                }
+            case .push:
+                continue
+            case .otp:
+                var check = LocalVerification(login)
+                return converse(&check, login)
+            }
+        }
+        login.session.debugLog("no method left for \(login.shownUser) (methods \(methods?.text ?? "none in common"))")
+        var check = LocalVerification(login, codes: .refused(ignorable: !enrolled))
         return converse(&check, login)
     }
 

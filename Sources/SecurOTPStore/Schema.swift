@@ -177,6 +177,14 @@ enum Schema {
             expires INTEGER NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 8: login methods per user and per group (`securotp policy`, LoginMethods): `subject`
+        // is a user name or `@` and a group name; `methods` the order, `fido,otp`.
+        """
+        CREATE TABLE method_policies (
+            subject TEXT PRIMARY KEY NOT NULL,
+            methods TEXT NOT NULL
+        ) WITHOUT ROWID;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

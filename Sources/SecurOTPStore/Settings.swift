@@ -20,6 +20,9 @@ public struct Settings: Sendable, Equatable {
     public var remote = ValidatorSettings()
     /// FIDO security keys (`origin`, `cue_prompt` and pam_u2f's options; docs/fido.md).
     public var fido = FidoSettings()
+    /// `methods = fido,push,otp`: the methods users may use, in order; nil: LoginMethods.standard
+    /// (per-group and per-user policies in the store come first; LoginMethods.resolve).
+    public var methods: LoginMethods?
 
     public init() {}
 
@@ -132,6 +135,9 @@ public struct Settings: Sendable, Equatable {
                 throw fail("expected the validator's public_url origin, https://HOST[:PORT] (lowercase, no path)")
             }
             remote.webOrigin = value
+        case "methods":
+            guard let value, let order = LoginMethods(parsing: value) else { throw fail(LoginMethods.expectation) }
+            methods = order
         default:
             if let why = FidoSettings.unsupportedPamU2FOption(key) { throw StoreError(.config, "\(origin.describe(key)): \(why)") }
             throw StoreError(.config, "\(origin.describe(key)): unknown setting; see pam_securotp(8) or docs/configuration.md")

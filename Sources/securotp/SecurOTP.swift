@@ -29,7 +29,7 @@ struct SecurOTP: AsyncParsableCommand {
         subcommands: [Enroll.self, Import.self, ImportBatch.self, List.self, Nickname.self, Delete.self, Reset.self,
                       PIN.self, Resync.self, RecoveryCodesCommand.self,
                       BindingIDCommand.self, Unlock.self, Status.self, Doctor.self, Init.self, KeyCommand.self, TestLogin.self,
-                      HostCommand.self, AdminCommand.self, DeviceCommand.self, FidoCommand.self, Audit.self]
+                      HostCommand.self, AdminCommand.self, DeviceCommand.self, FidoCommand.self, Policy.self, Audit.self]
     )
 
     /// Store, service and config errors end as one line on stderr and a sysexits code, never a trace.

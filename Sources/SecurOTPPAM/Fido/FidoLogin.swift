@@ -16,6 +16,9 @@ enum FidoLogin {
         /// step decides if the user has a code to give, else the login fails.
         case unavailable
         case accepted
+        /// The key was there and the user did not touch it (or it refused): with `methods`
+        /// set the next method follows (LoginMethods.explicit), otherwise the login fails.
+        case declined
         /// Decided here: the key was there and the login failed (refused touch, wrong PIN,
         /// bad signature, cloned key, lost race).
         case refused(Int32)
@@ -125,7 +128,7 @@ enum FidoLogin {
                 session.log(LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
             default: session.log(LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
             }
-            return .refused(PAM_AUTH_ERR)
+            return result == Int32(SECUROTP_FIDO_DENIED) ? .declined : .refused(PAM_AUTH_ERR)
         }
         let dataLength = assertion.authenticator_data_length
         let signatureLength = assertion.signature_length
