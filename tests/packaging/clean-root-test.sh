@@ -151,7 +151,7 @@ schema=$(r 'securotp status --format json' | python3 -c 'import json,sys; print(
 python3 - "$root/var/lib/securotp/securotp.db" <<'PY'
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-db.executescript("""DROP TABLE devices; DROP TABLE push_requests; DROP TABLE push_users;
+db.executescript("""DROP TABLE devices; DROP TABLE push_requests; DROP TABLE push_users; DROP TABLE web_devices; DROP TABLE web_sessions; DROP TABLE method_policies;
                     DROP TABLE credentials; DROP TABLE audit; DROP TABLE challenges; DROP TABLE offline_grants;
                     ALTER TABLE tokens DROP COLUMN suite; PRAGMA user_version = 2;""")
 db.close()
