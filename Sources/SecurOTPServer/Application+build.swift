@@ -69,6 +69,7 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
     router.add(middleware: AccessLog(metrics: metrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
     SystemRoutes(service: service).add(to: router)
+    WebAppRoutes(usesTLS: configuration.usesTLS).add(to: router)
     let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters)
     HostRoutes(service: service, limits: limits, metrics: metrics, push: push)
         .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
