@@ -154,7 +154,7 @@ enum PostgresSchema {
             since_success BIGINT NOT NULL DEFAULT 0
         );
         """),
-        // 5: phones without an app, as the SQLite store's schema 6 (docs/push.md).
+        // 6 (after offline's 5, which merges before it; independent of it): phones without an app, as the SQLite store's schema 7 (docs/push.md).
         statements("""
         CREATE TABLE web_devices (
             device TEXT PRIMARY KEY,

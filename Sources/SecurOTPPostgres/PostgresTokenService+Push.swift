@@ -11,7 +11,7 @@ import SecurOTPStore
 /// approval is handed out once. Each state change also sends `NOTIFY securotp_push` with the key
 /// of the waits it ends, delivered at commit to every node (PushChangeFeed).
 extension PostgresTokenService: DeviceService, PushChangeFeed {
-    static let unknownDevice = "no such device for this user; see: securotp device list"
+    static let unknownDevice = PushDecisions.unknownDevice
     static let pushChannel = "securotp_push"
 
     static let deviceColumns = """
@@ -241,10 +241,10 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
     /// The calling device's row, which must be active (a blocked device answers nothing).
     func activeDevice(_ caller: Caller, _ connection: PostgresConnection) async throws -> PushDeviceRow {
         guard caller.kind == .device, let row = try await device(id: caller.name, connection), row.user == caller.users.first else {
-            throw ServiceError(.notFound, "this device is no longer registered; activate it again")
+            throw ServiceError(.notFound, PushDecisions.deviceGone)
         }
         guard row.state == "active" else {
-            throw ServiceError(.invalidInput, "this device is \(row.state); unlock it with the code from: securotp device unlock-code")
+            throw ServiceError(.invalidInput, PushDecisions.deviceNotActive(row.state))
         }
         return row
     }
@@ -262,99 +262,70 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
     }
 
     public func answerPush(_ request: DeviceAnswerRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse {
-        guard ["approve", "deny", "fraud"].contains(request.decision) else {
-            throw ServiceError(.invalidInput, "decision must be approve, deny or fraud")
-        }
-        var approval: (authenticatorData: [UInt8], clientDataJSON: [UInt8], signature: [UInt8], number: String)?
-        if request.decision == "approve" {
-            approval = (try PushRules.binary(request.authenticatorData, "authenticator_data", maxBytes: 37),
-                        try PushRules.binary(request.clientDataJson, "client_data_json", maxBytes: 1024),
-                        try PushRules.binary(request.signature, "signature", maxBytes: 80),
-                        try PushRules.number(request.number ?? ""))
-        }
+        let answer = try PushDecisions.Answer(request)
         let requireUV = pushPolicy.pinRequired
-        let answer = approval
         let outcome = try await transaction("answering a push request") { connection -> Result<DeviceStateResponse, ServiceError> in
             let now = Self.now()
             let device = try await self.activeDevice(caller, connection)
             // Another user's request, or an unknown one: one answer for both.
-            guard PushRules.isRequestID(request.id), let row = try await self.pushRequest(id: request.id, connection), row.user == device.user else {
-                try await self.append(AuditEntry(caller, "push answer", user: device.user, serial: request.id, result: "denied",
+            guard PushRules.isRequestID(answer.id), let row = try await self.pushRequest(id: answer.id, connection), row.user == device.user else {
+                try await self.append(AuditEntry(caller, "push answer", user: device.user, serial: answer.id, result: "denied",
                                                  detail: "no such request for this user", time: now), connection)
-                return .failure(ServiceError(.notFound, "no pending push request \(TerminalText.quoted(request.id)) for this user"))
+                return .failure(ServiceError(.notFound, PushDecisions.unknownAnswered(answer.id)))
             }
-            func audit(_ result: String, _ detail: String) async throws {
-                try await self.append(AuditEntry(caller, "push \(request.decision)", user: row.user, serial: row.id, result: result,
-                                                 detail: "host \(row.host); \(detail)", time: now), connection)
+            func audit(_ entry: PushDecisions.Audit) async throws {
+                try await self.append(AuditEntry(caller, answer.action, user: row.user, serial: row.id, result: entry.result,
+                                                 detail: "host \(row.host); \(entry.detail)", time: now), connection)
             }
-            // Whatever this answer changes ends the host's wait and the user's devices' waits, on every node.
-            try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
-            guard row.state == "pending" else { return .success(DeviceStateResponse(state: row.state, reason: "the request is no longer pending")) }
-            guard row.expires > now else {
-                _ = try await self.transition(row.id, from: "pending", to: "expired", connection)
-                return .success(DeviceStateResponse(state: "expired", reason: "the request expired"))
-            }
-            switch request.decision {
-            case "deny", "fraud":
-                guard try await self.transition(row.id, from: "pending", to: "denied", connection) else {
-                    return .success(DeviceStateResponse(state: "denied"))
+            func run(_ change: PushDecisions.Change) async throws -> DeviceStateResponse {
+                if change.countFailure == .always { try await self.countPushFailure(user: row.user, now: now, connection) }
+                var moved = true
+                if let to = change.moveTo { moved = try await self.transition(row.id, from: "pending", to: to, connection) }
+                if !moved, let lost = change.ifLost {
+                    if let entry = lost.audit { try await audit(entry) }
+                    return lost.response
                 }
-                try await self.countPushFailure(user: row.user, now: now, connection)
-                if request.decision == "fraud" {
+                if change.countFailure == .ifMoved { try await self.countPushFailure(user: row.user, now: now, connection) }
+                if change.blockUser {
                     try await connection.query("""
                         INSERT INTO push_users ("user", blocked) VALUES (\(row.user), true) ON CONFLICT ("user") DO UPDATE SET blocked = true
                         """, logger: self.logger)
-                    try await audit("fraud", "user reported the login as not theirs; pushes blocked until: securotp device unblock-push \(row.user)")
-                } else {
-                    try await audit("denied", "device \(device.id)")
                 }
-                return .success(DeviceStateResponse(state: "denied"))
-            default:
-                guard let answer else { throw ServiceError(.invalidInput, "approve needs the signed answer") }
-                guard ConstantTime.equal(Array(answer.number.utf8), Array(row.number.utf8)) else {
-                    var count = row.wrongNumbers
-                    for try await value in try await connection.query(
-                        "UPDATE push_requests SET wrong_numbers = wrong_numbers + 1 WHERE id = \(row.id) AND state = 'pending' RETURNING wrong_numbers",
-                        logger: self.logger).decode(Int64.self) { count = Int(clamping: value) }
-                    try await self.countPushFailure(user: row.user, now: now, connection)
-                    if count >= PushPolicy.wrongNumbersToFail, try await self.transition(row.id, from: "pending", to: "failed", connection) {
-                        try await audit("failed", "wrong number \(count) times")
-                        return .success(DeviceStateResponse(state: "failed", reason: "wrong number"))
-                    }
-                    try await audit("reject", "wrong number (\(count) of \(PushPolicy.wrongNumbersToFail))")
-                    return .success(DeviceStateResponse(state: "pending", reason: "wrong number"))
+                if let entry = change.audit { try await audit(entry) }
+                return change.response
+            }
+            // Whatever this answer changes ends the host's wait and the user's devices' waits, on every node.
+            try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
+            switch PushDecisions.answer(answer, row: row, device: device, requireUserVerification: requireUV, now: now,
+                                        policy: self.pushPolicy) {
+            case .respond(let response):
+                return .success(response)
+            case .change(let change):
+                return .success(try await run(change))
+            case .countWrongNumber:
+                var count = row.wrongNumbers
+                for try await value in try await connection.query(
+                    "UPDATE push_requests SET wrong_numbers = wrong_numbers + 1 WHERE id = \(row.id) AND state = 'pending' RETURNING wrong_numbers",
+                    logger: self.logger).decode(Int64.self) { count = Int(clamping: value) }
+                return .success(try await run(PushDecisions.afterWrongNumber(count: count)))
+            case .approve(let counter):
+                // The counter moves forward in the same statement that checks it (PushDecisions.counterAdvances).
+                guard try await self.changed("""
+                    UPDATE devices SET sign_counter = GREATEST(sign_counter, \(Int64(counter))), last_used = \(now)
+                    WHERE id = \(device.id) AND (\(Int64(counter)) = 0 OR sign_counter < \(Int64(counter))) RETURNING 1
+                    """, connection) else {
+                    return .success(try await run(PushDecisions.counterNotAdvanced))
                 }
-                let check = PushRules.checkApproval(statement: row.statement(device: device.id), publicKey: device.publicKey,
-                                                    authenticatorData: answer.authenticatorData, clientDataJSON: answer.clientDataJSON,
-                                                    signature: answer.signature, requireUserVerification: requireUV,
-                                                    webOrigin: self.pushPolicy.webOrigin(aaid: device.aaid))
-                switch check {
-                case .refused(let reason):
-                    try await self.countPushFailure(user: row.user, now: now, connection)
-                    _ = try await self.transition(row.id, from: "pending", to: "failed", connection)
-                    try await audit("reject", reason)
-                    return .success(DeviceStateResponse(state: "failed", reason: reason))
-                case .verified(let counter, _):
-                    // The counter moves forward in the same statement that checks it (0: the device keeps none).
-                    guard try await self.changed("""
-                        UPDATE devices SET sign_counter = GREATEST(sign_counter, \(Int64(counter))), last_used = \(now)
-                        WHERE id = \(device.id) AND (\(Int64(counter)) = 0 OR sign_counter < \(Int64(counter))) RETURNING 1
-                        """, connection) else {
-                        try await self.countPushFailure(user: row.user, now: now, connection)
-                        _ = try await self.transition(row.id, from: "pending", to: "failed", connection)
-                        try await audit("reject", "signature counter did not advance (cloned device?)")
-                        return .success(DeviceStateResponse(state: "failed", reason: "signature counter did not advance"))
-                    }
-                    guard try await self.changed("""
-                        UPDATE push_requests SET state = 'approved', device = \(device.id), authenticator_data = \(Self.bytea(answer.authenticatorData)),
-                            client_data_json = \(Self.bytea(answer.clientDataJSON)), signature = \(Self.bytea(answer.signature))
-                        WHERE id = \(row.id) AND state = 'pending' RETURNING 1
-                        """, connection) else {
-                        return .success(DeviceStateResponse(state: try await self.pushRequest(id: row.id, connection)?.state ?? "failed"))
-                    }
-                    try await audit("ok", "device \(device.id)")
-                    return .success(DeviceStateResponse(state: "approved"))
+                guard case .approve(let signed) = answer.kind, try await self.changed("""
+                    UPDATE push_requests SET state = 'approved', device = \(device.id), authenticator_data = \(Self.bytea(signed.authenticatorData)),
+                        client_data_json = \(Self.bytea(signed.clientDataJSON)), signature = \(Self.bytea(signed.signature))
+                    WHERE id = \(row.id) AND state = 'pending' RETURNING 1
+                    """, connection) else {
+                    return .success(DeviceStateResponse(state: try await self.pushRequest(id: row.id, connection)?.state ?? "failed"))
                 }
+                let approved = PushDecisions.approved(by: device)
+                try await audit(approved.audit)
+                return .success(approved.response)
             }
         }
         return try outcome.get()
@@ -429,19 +400,17 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 try await self.append(AuditEntry(caller, "push", user: user, serial: "", result: "denied", detail: reason, time: now), connection)
                 return .failure(ServiceError(.conflict, message))
             }
-            guard try await self.hasActiveDevice(user, connection) else { return try await refuse("no active device", "\(user) has no active device for push approval") }
+            guard try await self.hasActiveDevice(user, connection) else {
+                let refusal = PushDecisions.noActiveDevice(user: user)
+                return try await refuse(refusal.reason, refusal.message)
+            }
             // The limit counts across nodes: one open at a time per user.
             try await self.lock(user, connection)
             let state = try await self.pushUser(user, connection)
-            if state.blocked {
-                return try await refuse("pushes blocked (deny --fraud)",
-                                        "push approval is blocked for \(user) after a fraud report; an admin clears it: securotp device unblock-push \(user)")
+            if let refusal = PushDecisions.openRefusal(user: user, blocked: state.blocked, sinceSuccess: state.sinceSuccess,
+                                                       locked: try await self.failures(user, connection).isLocked(at: now), policy: policy) {
+                return try await refuse(refusal.reason, refusal.message)
             }
-            if policy.limit > 0, state.sinceSuccess >= policy.limit {
-                return try await refuse("push_limit \(policy.limit) reached",
-                                        "too many push requests for \(user) since the last successful one (push_limit \(policy.limit)); use a passcode")
-            }
-            if try await self.failures(user, connection).isLocked(at: now) { return try await refuse("user locked", "\(user) is locked after repeated failures") }
             var cancelled: [String] = []
             for try await previous in try await connection.query("""
                 UPDATE push_requests SET state = 'cancelled' WHERE "user" = \(user) AND host = \(caller.name) AND state = 'pending' RETURNING id
@@ -458,7 +427,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 ON CONFLICT ("user") DO UPDATE SET since_success = push_users.since_success + 1
                 """, logger: self.logger)
             try await self.append(AuditEntry(caller, "push", user: user, serial: id, result: "ok",
-                                             detail: "service \(service)" + (cancelled.isEmpty ? "" : "; cancelled the host's earlier request"), time: now),
+                                             detail: PushDecisions.openedDetail(service: service, cancelledEarlier: !cancelled.isEmpty), time: now),
                                   connection)
             try await self.notify([Self.userKey(user)] + cancelled.map(Self.requestKey), connection)
             return .success(PushOpened(id: id, expires: expires, host: caller.name))
@@ -469,7 +438,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
     /// The host's own request, or `not_found` (unknown and other hosts' ids alike).
     func hostRequest(_ id: String, caller: Caller, _ connection: PostgresConnection) async throws -> PushRequestRow {
         guard PushRules.isRequestID(id), let row = try await pushRequest(id: id, connection), row.host == caller.name else {
-            throw ServiceError(.notFound, "no push request \(TerminalText.quoted(id)) from this host")
+            throw ServiceError(.notFound, PushDecisions.unknownHostRequest(id))
         }
         return row
     }
@@ -478,29 +447,26 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
         try await transaction("reading a push request") { connection in
             let now = Self.now()
             let row = try await self.hostRequest(id, caller: caller, connection)
-            switch row.state {
-            case "pending" where row.expires <= now:
+            switch PushDecisions.status(row, now: now) {
+            case .report(let status):
+                return status
+            case .expire(let status):
                 _ = try await self.transition(row.id, from: "pending", to: "expired", connection)
-                return PushStatus(id: row.id, state: "expired", expires: row.expires)
-            case "approved":
+                return status
+            case .handOut(let lost):
                 // Handed out once, by whichever node's call moves it to consumed.
-                guard try await self.transition(row.id, from: "approved", to: "consumed", connection) else {
-                    return PushStatus(id: row.id, state: "consumed", expires: row.expires)
+                guard try await self.transition(row.id, from: "approved", to: "consumed", connection) else { return lost }
+                let handed = PushDecisions.handOut(row, device: try await self.device(id: row.device, connection), policy: self.pushPolicy)
+                if let entry = handed.audit {
+                    try await self.append(AuditEntry(caller, "push wait", user: row.user, serial: row.id, result: entry.result, detail: entry.detail,
+                                                     time: now), connection)
                 }
-                guard let device = try await self.device(id: row.device, connection), device.user == row.user, device.state == "active" else {
-                    try await self.append(AuditEntry(caller, "push wait", user: row.user, serial: row.id, result: "reject",
-                                                     detail: "the approving device is gone or blocked", time: now), connection)
-                    return PushStatus(id: row.id, state: "failed", expires: row.expires)
-                }
-                return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device, origin: self.pushPolicy.webOrigin(aaid: device.aaid)))
-            default:
-                return PushStatus(id: row.id, state: row.state, expires: row.expires)
+                return handed.status
             }
         }
     }
 
     public func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError) {
-        let reason = TerminalText.bounded(TerminalText.escaped(request.reason ?? ""), maxBytes: 200)
         try await transaction("recording a push result") { connection in
             let now = Self.now()
             let row = try await self.hostRequest(request.id, caller: caller, connection)
@@ -508,20 +474,19 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 UPDATE push_requests SET result = \(request.accepted ? "accepted" : "refused")
                 WHERE id = \(row.id) AND host = \(caller.name) AND state = 'consumed' AND result = '' RETURNING 1
                 """, connection) else {
-                throw ServiceError(.invalidInput, "push request \(row.id) has no approval awaiting a result (state \(row.state))")
+                throw ServiceError(.invalidInput, PushDecisions.noResultAwaited(row))
             }
             if request.accepted {
                 try await connection.query("UPDATE push_users SET since_success = 0 WHERE \"user\" = \(row.user)", logger: self.logger)
                 try await self.lock(row.user, connection)
                 let state = try await self.failures(row.user, connection)
                 if state != .clear { try await self.apply([.clearFailures(key: row.user, expected: state)], connection) }
-                try await self.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: "accept", detail: "device \(row.device)",
-                                                 time: now), connection)
             } else {
                 try await self.countPushFailure(user: row.user, now: now, connection)
-                try await self.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: "reject",
-                                                 detail: "the host refused the approval: \(reason)", time: now), connection)
             }
+            let entry = PushDecisions.result(row, accepted: request.accepted, reason: request.reason)
+            try await self.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: entry.result, detail: entry.detail, time: now),
+                                  connection)
             try await self.notify([Self.requestKey(row.id)], connection)
         }
     }
@@ -529,12 +494,10 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
     public func cancelPush(_ request: PushCancelRequest, caller: Caller) async throws(ServiceError) -> PushStatus {
         try await transaction("cancelling a push request") { connection in
             let row = try await self.hostRequest(request.id, caller: caller, connection)
-            guard try await self.transition(row.id, from: "pending", to: "cancelled", connection) else {
-                return PushStatus(id: row.id, state: row.state, expires: row.expires)
-            }
+            guard try await self.transition(row.id, from: "pending", to: "cancelled", connection) else { return PushDecisions.cancelled(row, moved: false) }
             try await self.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: Self.now()), connection)
             try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
-            return PushStatus(id: row.id, state: "cancelled", expires: row.expires)
+            return PushDecisions.cancelled(row, moved: true)
         }
     }
 

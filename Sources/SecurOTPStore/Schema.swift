@@ -154,7 +154,7 @@ enum Schema {
             since_success INTEGER NOT NULL DEFAULT 0
         ) WITHOUT ROWID;
         """,
-        // 6: phones without an app (docs/push.md, issue 16): a web device's enrollment challenge
+        // 7 (LEAD.md: after offline's 6, which merges before it; independent of it): phones without an app (docs/push.md, issue 16): a web device's enrollment challenge
         // while pending (single use), then its passkey's credential id and origin; the page's
         // session challenges and sessions (`web_sessions`, hashed, each taken once).
         """

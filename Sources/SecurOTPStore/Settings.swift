@@ -109,6 +109,11 @@ public struct Settings: Sendable, Equatable {
         case "device_uv":
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule
+        case "web_origin":
+            guard let value, ClientData.webRPID(origin: value) != nil else {
+                throw fail("expected the validator's public_url origin, https://HOST[:PORT] (lowercase, no path)")
+            }
+            remote.webOrigin = value
         default:
             throw StoreError(.config, "\(origin.describe(key)): unknown setting; see pam_securotp(8) or docs/configuration.md")
         }

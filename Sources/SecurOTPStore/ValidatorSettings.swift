@@ -24,6 +24,9 @@ public struct ValidatorSettings: Sendable, Equatable {
     public var deviceCA: String?
     /// `device_uv=required`: only approvals that say the device checked its user (its PIN).
     public var deviceUserVerification = DeviceUserVerification.optional
+    /// `web_origin=`: phones' passkeys (`FFFF#0002`) are accepted only when they signed at this
+    /// origin (the validator's public_url); unset, at the origin the approval names.
+    public var webOrigin: String?
 
     public static let timeoutRange = 1...60
     public static let pushTimeoutRange = 5...300
@@ -37,7 +40,7 @@ public struct ValidatorSettings: Sendable, Equatable {
     public func validate() throws(StoreError) {
         guard address != nil else {
             let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey),
-                         ("offline_cache", offlineCache), ("device_ca", deviceCA),
+                         ("offline_cache", offlineCache), ("device_ca", deviceCA), ("web_origin", webOrigin),
                          ("push_timeout", pushTimeout == Self().pushTimeout ? nil : "\(pushTimeout)"),
                          ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue)]
                 .filter { $0.1 != nil }.map { $0.0 }

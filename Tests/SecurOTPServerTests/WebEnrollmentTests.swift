@@ -206,9 +206,9 @@ struct WebEnrollmentTests {
                 "attestation_object": PushRules.base64URLEncode(SoftPasskey.attestationObject(passkey.authenticatorData(rpID: rpID, flags: flags)))]
     }
 
-    @Test("web enrollment: options then the passkey's registration, accepted once; wrong origin, RP id, UV or a used challenge refused")
-    func webEnrollment() async throws {
-        let fixture = try await ValidatorFixture.make { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
+    @Test("web enrollment: options then the passkey's registration, accepted once; wrong origin, RP id, UV or a used challenge refused", arguments: Backend.allCases)
+    func webEnrollment(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
         try await fixture.withClient { client in
             let unknown = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": "ABCD-EFGH-JKMN-PQRS"])
             #expect(unknown.status == 404, "\(unknown.text)")
@@ -276,9 +276,9 @@ struct WebEnrollmentTests {
         return (body, try await client.call(.post, "/v1/web/session", body))
     }
 
-    @Test("web session: an assertion over a single-use challenge gives sotp_w_; it reads and approves requests; the host gets FFFF#0002 with its origin")
-    func webSessionAndApproval() async throws {
-        let fixture = try await ValidatorFixture.make { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
+    @Test("web session: an assertion over a single-use challenge gives sotp_w_; it reads and approves requests; the host gets FFFF#0002 with its origin", arguments: Backend.allCases)
+    func webSessionAndApproval(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
         try await fixture.withClient { client in
             let passkey = try SoftPasskey()
             let device = try await Self.enroll(client, fixture, "alice", passkey)

@@ -33,13 +33,34 @@ struct PushApprovalCheck {
     /// The SPKI DER of `device_ca=`, when set.
     let deviceCA: [UInt8]?
     let requireUserVerification: Bool
+    /// `web_origin=`: the one origin phones' passkeys may sign at.
+    var webOrigin: String? = nil
 
-    /// The kinds of device this host can check: securotp-authenticator. (Browser passkeys,
-    /// FFFF#0002, sign another origin's client data: issue 16.)
+    /// The kinds of device this host can check: securotp-authenticator, and a passkey in a
+    /// phone's browser (docs/push.md "Phones without an app").
     static let authenticatorAAID = "FFFF#0001"
+    static let webAAID = "FFFF#0002"
 
     func check(_ approval: DeviceApproval, for request: Request) -> Result {
-        guard approval.aaid == Self.authenticatorAAID else { return .refused(reason: "unsupported_authenticator") }
+        let type: String, origin: String, rpID: String, requireUV: Bool
+        switch approval.aaid {
+        case Self.authenticatorAAID:
+            type = ClientData.pushType
+            origin = ClientData.pushOrigin
+            rpID = ClientData.pushRPID
+            requireUV = requireUserVerification
+        case Self.webAAID:
+            // The passkey signed at the validator's page: its origin, its host name as RP id, and
+            // always with the user verified (the browser asked for it).
+            guard let signedAt = approval.origin, let host = ClientData.webRPID(origin: signedAt) else { return .refused(reason: "wrong_origin") }
+            if let webOrigin, webOrigin != signedAt { return .refused(reason: "wrong_origin") }
+            type = ClientData.webAuthnGetType
+            origin = signedAt
+            rpID = host
+            requireUV = true
+        default:
+            return .refused(reason: "unsupported_authenticator")
+        }
         if let deviceCA {
             guard let certificate = approval.certificate else { return .refused(reason: "certificate_missing") }
             guard DeviceCertificate.verify(certificate: certificate, user: request.user, device: approval.device,
@@ -49,8 +70,8 @@ struct PushApprovalCheck {
         let challenge = request.statement(device: approval.device).challenge
         let result = ApprovalAssertion.verify(authenticatorData: approval.authenticatorData, clientDataJSON: approval.clientDataJSON,
                                               signature: approval.signature, publicKey: approval.publicKey, expectedChallenge: challenge,
-                                              expectedType: ClientData.pushType, expectedOrigin: ClientData.pushOrigin,
-                                              expectedRPID: ClientData.pushRPID, requireUserVerification: requireUserVerification)
+                                              expectedType: type, expectedOrigin: origin, expectedRPID: rpID,
+                                              requireUserVerification: requireUV)
         switch result {
         case .accepted(_, let userVerified): return .accepted(userVerified: userVerified)
         case .refused(let refusal): return .refused(reason: refusal.code)

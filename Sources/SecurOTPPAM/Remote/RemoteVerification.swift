@@ -106,7 +106,8 @@ struct RemoteVerification: PasscodeCheck {
                 return nil
             }
         }
-        return PushApprovalCheck(deviceCA: deviceCA, requireUserVerification: remote.deviceUserVerification == .required)
+        return PushApprovalCheck(deviceCA: deviceCA, requireUserVerification: remote.deviceUserVerification == .required,
+                                 webOrigin: remote.webOrigin)
     }
 
     /// Opens a push request (`POST /v1/push`) and asks for its approval in the first prompt.

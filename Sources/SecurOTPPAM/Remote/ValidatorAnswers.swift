@@ -105,6 +105,8 @@ struct DeviceApproval {
     let authenticatorData: [UInt8]
     let clientDataJSON: [UInt8]
     let signature: [UInt8]
+    /// `FFFF#0002`: the origin the phone's passkey signed at.
+    let origin: String?
 
     init?(_ json: JSONValue) {
         guard let device = json["device"]?.string, PushText.isDeviceID(device),
@@ -114,7 +116,10 @@ struct DeviceApproval {
               let clientDataJSON = Self.binary(json, "client_data_json", max: 4096),
               let signature = Self.binary(json, "signature", max: 256),
               let certificate = ValidatorText.optionalString(json, "certificate"),
-              certificate.map({ (1...512).contains($0.utf8.count) }) ?? true else { return nil }
+              certificate.map({ (1...512).contains($0.utf8.count) }) ?? true,
+              let origin = ValidatorText.optionalString(json, "origin"), origin.map({ (1...255).contains($0.utf8.count) }) ?? true
+        else { return nil }
+        self.origin = origin
         self.device = device
         self.aaid = aaid
         self.publicKey = publicKey

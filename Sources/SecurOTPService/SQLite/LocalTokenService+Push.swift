@@ -11,7 +11,7 @@ extension LocalTokenService: DeviceService {
 
     private static func call<R>(_ body: () throws(StoreError) -> R) throws(ServiceError) -> R { try storeCall(body) }
 
-    static let unknownDevice = "no such device for this user; see: securotp device list"
+    static let unknownDevice = PushDecisions.unknownDevice
 
     // MARK: admins
 
@@ -146,10 +146,10 @@ extension LocalTokenService: DeviceService {
     /// The calling device's row, which must be active (a blocked device answers nothing).
     private static func activeDevice(_ push: PushTables, _ caller: Caller) throws(StoreError) -> PushTables.DeviceRow {
         guard caller.kind == .device, let row = try push.device(id: caller.name), row.user == caller.users.first else {
-            throw StoreError(.notFound, "this device is no longer registered; activate it again")
+            throw StoreError(.notFound, PushDecisions.deviceGone)
         }
         guard row.state == "active" else {
-            throw StoreError(.invalidInput, "this device is \(row.state); unlock it with the code from: securotp device unlock-code")
+            throw StoreError(.invalidInput, PushDecisions.deviceNotActive(row.state))
         }
         return row
     }
@@ -164,16 +164,7 @@ extension LocalTokenService: DeviceService {
     }
 
     public func answerPush(_ request: DeviceAnswerRequest, caller: Caller) async throws(ServiceError) -> DeviceStateResponse {
-        guard ["approve", "deny", "fraud"].contains(request.decision) else {
-            throw ServiceError(.invalidInput, "decision must be approve, deny or fraud")
-        }
-        var approval: (authenticatorData: [UInt8], clientDataJSON: [UInt8], signature: [UInt8], number: String)?
-        if request.decision == "approve" {
-            approval = (try PushRules.binary(request.authenticatorData, "authenticator_data", maxBytes: 37),
-                        try PushRules.binary(request.clientDataJson, "client_data_json", maxBytes: 1024),
-                        try PushRules.binary(request.signature, "signature", maxBytes: 80),
-                        try PushRules.number(request.number ?? ""))
-        }
+        let answer = try PushDecisions.Answer(request)
         let policy = settings.policy
         let requireUV = pushPolicy.pinRequired
         return try await runPush { (store, push, access) throws(ServiceError) in
@@ -181,68 +172,47 @@ extension LocalTokenService: DeviceService {
                 let now = Self.now()
                 let device = try Self.activeDevice(push, caller)
                 // Another user's request, or an unknown one: one answer for both.
-                guard PushRules.isRequestID(request.id), let row = try push.request(id: request.id), row.user == device.user else {
-                    try access.append(AuditEntry(caller, "push answer", user: device.user, serial: request.id, result: "denied",
+                guard PushRules.isRequestID(answer.id), let row = try push.request(id: answer.id), row.user == device.user else {
+                    try access.append(AuditEntry(caller, "push answer", user: device.user, serial: answer.id, result: "denied",
                                                  detail: "no such request for this user", time: now))
-                    throw StoreError(.notFound, "no pending push request \(TerminalText.quoted(request.id)) for this user")
+                    throw StoreError(.notFound, PushDecisions.unknownAnswered(answer.id))
                 }
-                func audit(_ result: String, _ detail: String) throws(StoreError) {
-                    try access.append(AuditEntry(caller, "push \(request.decision)", user: row.user, serial: row.id, result: result,
-                                                 detail: "host \(row.host); \(detail)", time: now))
+                func audit(_ entry: PushDecisions.Audit) throws(StoreError) {
+                    try access.append(AuditEntry(caller, answer.action, user: row.user, serial: row.id, result: entry.result,
+                                                 detail: "host \(row.host); \(entry.detail)", time: now))
                 }
-                guard row.state == "pending" else { return DeviceStateResponse(state: row.state, reason: "the request is no longer pending") }
-                guard row.expires > now else {
-                    _ = try push.transition(id: row.id, from: "pending", to: "expired")
-                    return DeviceStateResponse(state: "expired", reason: "the request expired")
+                func run(_ change: PushDecisions.Change) throws(StoreError) -> DeviceStateResponse {
+                    if change.countFailure == .always { try Self.countFailure(store, user: row.user, policy: policy, now: now) }
+                    let moved = try change.moveTo.map { (to) throws(StoreError) in try push.transition(id: row.id, from: "pending", to: to) } ?? true
+                    if !moved, let lost = change.ifLost {
+                        if let entry = lost.audit { try audit(entry) }
+                        return lost.response
+                    }
+                    if change.countFailure == .ifMoved { try Self.countFailure(store, user: row.user, policy: policy, now: now) }
+                    if change.blockUser { try push.block(user: row.user) }
+                    if let entry = change.audit { try audit(entry) }
+                    return change.response
                 }
-                switch request.decision {
-                case "deny", "fraud":
-                    guard try push.transition(id: row.id, from: "pending", to: "denied") else { return DeviceStateResponse(state: "denied") }
-                    try Self.countFailure(store, user: row.user, policy: policy, now: now)
-                    if request.decision == "fraud" {
-                        try push.block(user: row.user)
-                        try audit("fraud", "user reported the login as not theirs; pushes blocked until: securotp device unblock-push \(row.user)")
-                    } else {
-                        try audit("denied", "device \(device.id)")
+                switch PushDecisions.answer(answer, row: row, device: device, requireUserVerification: requireUV, now: now,
+                                            policy: self.pushPolicy) {
+                case .respond(let response):
+                    return response
+                case .change(let change):
+                    return try run(change)
+                case .countWrongNumber:
+                    let count = try push.countWrongNumber(id: row.id, expected: row.wrongNumbers) ?? row.wrongNumbers
+                    return try run(PushDecisions.afterWrongNumber(count: count))
+                case .approve(let counter):
+                    guard PushDecisions.counterAdvances(counter, stored: device.signCounter) else { return try run(PushDecisions.counterNotAdvanced) }
+                    guard case .approve(let signed) = answer.kind,
+                          try push.approve(id: row.id, device: device.id, authenticatorData: signed.authenticatorData,
+                                           clientDataJSON: signed.clientDataJSON, signature: signed.signature) else {
+                        return DeviceStateResponse(state: try push.request(id: row.id)?.state ?? "failed")
                     }
-                    return DeviceStateResponse(state: "denied")
-                default:
-                    guard let approval else { throw StoreError(.invalidInput, "approve needs the signed answer") }
-                    guard ConstantTime.equal(Array(approval.number.utf8), Array(row.number.utf8)) else {
-                        let count = try push.countWrongNumber(id: row.id, expected: row.wrongNumbers) ?? row.wrongNumbers
-                        try Self.countFailure(store, user: row.user, policy: policy, now: now)
-                        if count >= PushPolicy.wrongNumbersToFail, try push.transition(id: row.id, from: "pending", to: "failed") {
-                            try audit("failed", "wrong number \(count) times")
-                            return DeviceStateResponse(state: "failed", reason: "wrong number")
-                        }
-                        try audit("reject", "wrong number (\(count) of \(PushPolicy.wrongNumbersToFail))")
-                        return DeviceStateResponse(state: "pending", reason: "wrong number")
-                    }
-                    let check = PushRules.checkApproval(statement: row.statement(device: device.id), publicKey: device.publicKey,
-                                                        authenticatorData: approval.authenticatorData, clientDataJSON: approval.clientDataJSON,
-                                                        signature: approval.signature, requireUserVerification: requireUV,
-                                                        webOrigin: self.pushPolicy.webOrigin(aaid: device.aaid))
-                    switch check {
-                    case .refused(let reason):
-                        try Self.countFailure(store, user: row.user, policy: policy, now: now)
-                        _ = try push.transition(id: row.id, from: "pending", to: "failed")
-                        try audit("reject", reason)
-                        return DeviceStateResponse(state: "failed", reason: reason)
-                    case .verified(let counter, _):
-                        guard counter == 0 || Int64(counter) > device.signCounter else {
-                            try Self.countFailure(store, user: row.user, policy: policy, now: now)
-                            _ = try push.transition(id: row.id, from: "pending", to: "failed")
-                            try audit("reject", "signature counter did not advance (cloned device?)")
-                            return DeviceStateResponse(state: "failed", reason: "signature counter did not advance")
-                        }
-                        guard try push.approve(id: row.id, device: device.id, authenticatorData: approval.authenticatorData,
-                                               clientDataJSON: approval.clientDataJSON, signature: approval.signature) else {
-                            return DeviceStateResponse(state: try push.request(id: row.id)?.state ?? "failed")
-                        }
-                        try push.recordUse(id: device.id, counter: Int64(counter), now: now)
-                        try audit("ok", "device \(device.id)")
-                        return DeviceStateResponse(state: "approved")
-                    }
+                    try push.recordUse(id: device.id, counter: Int64(counter), now: now)
+                    let approved = PushDecisions.approved(by: device)
+                    try audit(approved.audit)
+                    return approved.response
                 }
             }
         }
@@ -327,15 +297,15 @@ extension LocalTokenService: DeviceService {
                     try access.append(AuditEntry(caller, "push", user: user, serial: "", result: "denied", detail: reason, time: now))
                     return .failure(ServiceError(.conflict, message))
                 }
-                guard try push.hasActiveDevice(user: user) else { return try refuse("no active device", "\(user) has no active device for push approval") }
+                guard try push.hasActiveDevice(user: user) else {
+                    let refusal = PushDecisions.noActiveDevice(user: user)
+                    return try refuse(refusal.reason, refusal.message)
+                }
                 let state = try push.pushUser(user)
-                if state.blocked {
-                    return try refuse("pushes blocked (deny --fraud)", "push approval is blocked for \(user) after a fraud report; an admin clears it: securotp device unblock-push \(user)")
+                if let refusal = PushDecisions.openRefusal(user: user, blocked: state.blocked, sinceSuccess: state.sinceSuccess,
+                                                           locked: try store.userState(user).isLocked(at: now), policy: policy) {
+                    return try refuse(refusal.reason, refusal.message)
                 }
-                if policy.limit > 0, state.sinceSuccess >= policy.limit {
-                    return try refuse("push_limit \(policy.limit) reached", "too many push requests for \(user) since the last successful one (push_limit \(policy.limit)); use a passcode")
-                }
-                if try store.userState(user).isLocked(at: now) { return try refuse("user locked", "\(user) is locked after repeated failures") }
                 let cancelled = try push.cancelOpen(user: user, host: caller.name)
                 let row = PushTables.RequestRow(id: id, user: user, host: caller.name, service: service, remoteAddress: remote, tty: tty, command: command,
                                                 nonce: nonce, number: number, created: now, expires: now + policy.requestLifetime, state: "pending",
@@ -343,7 +313,7 @@ extension LocalTokenService: DeviceService {
                 try push.insert(row)
                 try push.countRequest(user: user)
                 try access.append(AuditEntry(caller, "push", user: user, serial: id, result: "ok",
-                                             detail: "service \(service)" + (cancelled > 0 ? "; cancelled the host's earlier request" : ""), time: now))
+                                             detail: PushDecisions.openedDetail(service: service, cancelledEarlier: cancelled > 0), time: now))
                 return .success(PushOpened(id: id, expires: row.expires, host: caller.name))
             }
         }
@@ -353,7 +323,7 @@ extension LocalTokenService: DeviceService {
     /// The host's own request, or `not_found` (unknown and other hosts' ids alike).
     private static func hostRequest(_ push: PushTables, id: String, caller: Caller) throws(StoreError) -> PushTables.RequestRow {
         guard PushRules.isRequestID(id), let row = try push.request(id: id), row.host == caller.name else {
-            throw StoreError(.notFound, "no push request \(TerminalText.quoted(id)) from this host")
+            throw StoreError(.notFound, PushDecisions.unknownHostRequest(id))
         }
         return row
     }
@@ -363,48 +333,42 @@ extension LocalTokenService: DeviceService {
             try Self.call { () throws(StoreError) -> PushStatus in
                 let now = Self.now()
                 let row = try Self.hostRequest(push, id: id, caller: caller)
-                switch row.state {
-                case "pending" where row.expires <= now:
+                switch PushDecisions.status(row, now: now) {
+                case .report(let status):
+                    return status
+                case .expire(let status):
                     _ = try push.transition(id: row.id, from: "pending", to: "expired")
-                    return PushStatus(id: row.id, state: "expired", expires: row.expires)
-                case "approved":
-                    // Handed out once: only the call that moves it to consumed returns the approval.
-                    guard try push.transition(id: row.id, from: "approved", to: "consumed") else {
-                        return PushStatus(id: row.id, state: "consumed", expires: row.expires)
+                    return status
+                case .handOut(let lost):
+                    guard try push.transition(id: row.id, from: "approved", to: "consumed") else { return lost }
+                    let handed = PushDecisions.handOut(row, device: try push.device(id: row.device), policy: self.pushPolicy)
+                    if let entry = handed.audit {
+                        try access.append(AuditEntry(caller, "push wait", user: row.user, serial: row.id, result: entry.result, detail: entry.detail, time: now))
                     }
-                    guard let device = try push.device(id: row.device), device.user == row.user, device.state == "active" else {
-                        try access.append(AuditEntry(caller, "push wait", user: row.user, serial: row.id, result: "reject",
-                                                     detail: "the approving device is gone or blocked", time: now))
-                        return PushStatus(id: row.id, state: "failed", expires: row.expires)
-                    }
-                    return PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device, origin: self.pushPolicy.webOrigin(aaid: device.aaid)))
-                default:
-                    return PushStatus(id: row.id, state: row.state, expires: row.expires)
+                    return handed.status
                 }
             }
         }
     }
 
     public func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError) {
-        let reason = TerminalText.bounded(TerminalText.escaped(request.reason ?? ""), maxBytes: 200)
         let policy = settings.policy
         try await runPush { (store, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) in
                 let now = Self.now()
                 let row = try Self.hostRequest(push, id: request.id, caller: caller)
                 guard try push.recordResult(id: row.id, host: caller.name, result: request.accepted ? "accepted" : "refused") else {
-                    throw StoreError(.invalidInput, "push request \(row.id) has no approval awaiting a result (state \(row.state))")
+                    throw StoreError(.invalidInput, PushDecisions.noResultAwaited(row))
                 }
                 if request.accepted {
                     try push.resetCount(user: row.user)
                     let state = try store.userState(row.user)
                     if state != .clear { try store.apply([.clearFailures(key: row.user, expected: state)]) }
-                    try access.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: "accept", detail: "device \(row.device)", time: now))
                 } else {
                     try Self.countFailure(store, user: row.user, policy: policy, now: now)
-                    try access.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: "reject",
-                                                 detail: "the host refused the approval: \(reason)", time: now))
                 }
+                let entry = PushDecisions.result(row, accepted: request.accepted, reason: request.reason)
+                try access.append(AuditEntry(caller, "push result", user: row.user, serial: row.id, result: entry.result, detail: entry.detail, time: now))
             }
         }
     }
@@ -413,11 +377,9 @@ extension LocalTokenService: DeviceService {
         try await runPush { (_, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) -> PushStatus in
                 let row = try Self.hostRequest(push, id: request.id, caller: caller)
-                guard try push.transition(id: row.id, from: "pending", to: "cancelled") else {
-                    return PushStatus(id: row.id, state: row.state, expires: row.expires)
-                }
+                guard try push.transition(id: row.id, from: "pending", to: "cancelled") else { return PushDecisions.cancelled(row, moved: false) }
                 try access.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: Self.now()))
-                return PushStatus(id: row.id, state: "cancelled", expires: row.expires)
+                return PushDecisions.cancelled(row, moved: true)
             }
         }
     }
