@@ -14,7 +14,9 @@ build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4 libf
 softfido=(libfido2-dev libssl-dev)
 # fido2-tools, pamu2fcfg, libpam-u2f: Debian's FIDO tools and pam_u2f.so as independent parties
 # against the soft key and the module (docs/fido.md).
-test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3)
+# chromium, python3-venv: the phone page's tests drive Debian's chromium with Playwright from
+# PyPI, in its own venv (.build/venv, made below; it downloads no browser).
+test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3 chromium python3-venv)
 demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs
@@ -45,6 +47,7 @@ esac
 
 # PyPI tools the tests use as independent oracles (no Debian packages exist for them).
 pypi_test=(oath python-pskc cryptography)
+playwright_version=1.65.0
 if [ "${1:-build}" = test ]; then
   for module in "${pypi_test[@]}"; do
     import=${module//-/_}; [ "$module" = python-pskc ] && import=pskc
@@ -58,11 +61,22 @@ missing=()
 for package in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "Installing Debian packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
-echo "Installing Debian packages: ${missing[*]}"
-sudo=""
-[ "$(id -u)" -eq 0 ] || sudo="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Playwright for the phone page's browser tests (Tests/IntegrationTests/PhonePageTests.swift):
+# a venv under .build, pinned, never the system python; it drives /usr/bin/chromium.
+if [ "${1:-build}" = test ]; then
+  venv="$(cd "$(dirname "$0")/.." && pwd)/.build/venv"
+  [ -x "$venv/bin/python3" ] || python3 -m venv "$venv"
+  if ! "$venv/bin/python3" -c "import playwright" 2>/dev/null; then
+    echo "Installing PyPI package into $venv: playwright"
+    "$venv/bin/python3" -m pip install -q "playwright==$playwright_version"
+  fi
+fi

@@ -69,6 +69,7 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
     router.add(middleware: AccessLog(metrics: metrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
     SystemRoutes(service: service).add(to: router)
+    WebAppRoutes(usesTLS: configuration.usesTLS).add(to: router)
     let hooks = PushWakeHooks(url: configuration.pushHookURL, command: configuration.pushHookCommand, logger: logger)
     let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters, hooks: hooks.isEnabled ? hooks : nil)
     HostRoutes(service: service, limits: limits, metrics: metrics, push: push)
