@@ -161,6 +161,7 @@ const stored = {
 const state = {
   session: null,      // {token, device, user, expires, rpId}: memory only
   requests: new Map(), // id -> request as the validator listed it
+  listed: [],          // the ids of the validator's last list, sent back as `known`
   selected: null,     // the request id the answer controls act on
   loop: 0,            // the current long-poll loop's generation
   wake: null,         // ends the loop's wait at once (after an answer)
@@ -301,6 +302,7 @@ function endSession(reason) {
   state.session = null;
   state.loop += 1;
   state.requests.clear();
+  state.listed = [];
   render();
   show("requests-section", false);
   show("signin-section", true);
@@ -331,7 +333,11 @@ async function runLoop() {
       return;
     }
     try {
-      const list = await api("/v1/device/requests", { wait: 25 }, { token: state.session.token });
+      // `known`: the ids the validator listed last time; it holds the wait while they are
+      // exactly what is pending and answers as soon as one arrives, is answered, cancelled or
+      // expires (docs/push.md), so a request cancelled at the login leaves the page at once.
+      const known = state.listed.slice(0, 64);
+      const list = await api("/v1/device/requests", { wait: 25, known }, { token: state.session.token });
       if (generation !== state.loop) return;
       backoff = 1000;
       if (state.loopFailed) {
@@ -339,16 +345,8 @@ async function runLoop() {
         setError("");
       }
       const listed = Array.isArray(list.requests) ? list.requests : [];
+      state.listed = listed.map((request) => String(request.id));
       update(listed);
-      if (listed.length > 0 && state.requests.size === 0) {
-        // Listed but already past their expiry here: not a reason to ask again at once.
-        await sleep(1000);
-      } else if (state.requests.size > 0) {
-        // The validator answers at once while a request is pending: wait for an answer here,
-        // or for the earliest expiry, before asking again (no fixed interval).
-        const earliest = Math.min(...[...state.requests.values()].map((request) => request.expires));
-        await sleep(Math.max(0, earliest * 1000 - now()) + 250);
-      }
     } catch (error) {
       if (generation !== state.loop) return;
       if (error instanceof APIError && error.status === 401) {

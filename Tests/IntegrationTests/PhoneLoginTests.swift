@@ -102,6 +102,21 @@ struct PhoneLoginTests {
         #expect(secondLogin.status == PAM.authError && secondLogin.prompts.count == 2, "\(secondLogin)")
     }
 
+    @Test("A code typed at the login instead: the request leaves the page at once, not at its expiry (the page's wait names what it shows)")
+    func typedCode() throws {
+        let world = try PhoneWorld()
+        try world.enrollPhone("a", user: "root")
+        var gone: [String: Any] = [:]
+        let login = try world.login(typing: true) { _ in
+            try world.driver.send(["op": "wait_request", "phone": "a"])
+            try (try Oath.totp(world.token.secret) + "\n").write(toFile: world.typedFile, atomically: true, encoding: .utf8)
+            // The request lives 60 s and a wait is held up to 25 s: 8 s is only met by the wake-up.
+            gone = try world.driver.send(["op": "wait_no_request", "phone": "a", "timeout": 8000])
+        }
+        #expect(login.status == PAM.success && login.prompts.count == 1, "\(login)")
+        #expect(PhoneWorld.requests(gone).isEmpty && PhoneWorld.pageErrors(gone).isEmpty, "\(gone)")
+    }
+
     @Test("An expired request leaves the page, which says so; the login asks for a code")
     func expired() throws {
         let world = try PhoneWorld(settings: ["push_lifetime": "10"], pushTimeout: 20)

@@ -87,6 +87,8 @@ final class PhoneWorld {
     let adminCredential: String
     let driver: PhoneDriver
     private let numberFile: String
+    /// What the user types at the push prompt instead of pressing Enter (`login(typing:)`).
+    let typedFile: String
     private let script: String
 
     /// `settings`: more of securotpd.conf (push_lifetime); `pushTimeout`: the module's;
@@ -107,14 +109,21 @@ final class PhoneWorld {
         service = try box.service("phone-e2e", ["validator=" + validator.url, "host_credential=" + credential, "push_timeout=\(pushTimeout)"],
                                   stateDirectory: box.path("host"))
         numberFile = box.path("number")
+        typedFile = box.path("typed")
         script = box.path("login.sh")
         // The user at the login: notes the prompt's number for the phone, and presses Enter at
-        // once (the module then waits for the phone's answer).
+        // once (the module then waits for the phone's answer) — or, with PHONE_TYPED_FILE, waits
+        // for that file and types its line instead (a code, not the phone).
         try box.write("""
             #!/bin/sh
             printf '%s' "$PAM_CHECK_PROMPT" | sed -n 's/^Approve on your device with number \\([0-9]\\{6\\}\\), or type a code: $/\\1/p' > "$PHONE_NUMBER_FILE.tmp"
             mv "$PHONE_NUMBER_FILE.tmp" "$PHONE_NUMBER_FILE"
-            echo
+            if [ -n "${PHONE_TYPED_FILE:-}" ]; then
+                while [ ! -s "$PHONE_TYPED_FILE" ]; do sleep 0.05; done
+                head -n 1 "$PHONE_TYPED_FILE"
+            else
+                echo
+            fi
             """, to: script, mode: 0o755)
         driver = try PhoneDriver(errorLog: box.path("driver.log"))
     }
@@ -139,11 +148,12 @@ final class PhoneWorld {
 
     /// A login as root: its push prompt's number goes to `act` (the phone's part), then the
     /// login runs on to `more` answers.
-    func login(then more: [String] = [], act: (String) throws -> Void) throws -> ProcessResult {
+    func login(then more: [String] = [], typing: Bool = false, act: (String) throws -> Void) throws -> ProcessResult {
         unlink(numberFile)
+        unlink(typedFile)
         let child = try box.startLogin(service, "root", ["!" + script] + more, environment: [
             "PHONE_NUMBER_FILE": numberFile, "PAM_CHECK_RHOST": "203.0.113.7", "PAM_CHECK_TTY": "ssh",
-        ])
+        ].merging(typing ? ["PHONE_TYPED_FILE": typedFile] : [:]) { _, new in new })
         do {
             let deadline = Date().addingTimeInterval(30)
             var number = ""
