@@ -24,10 +24,15 @@ struct LocalVerification: PasscodeCheck {
         case refused(ignorable: Bool)
     }
     let codes: CodeUse
+    /// The user holds a credential of another method (a security key, in the store or in
+    /// `authfile=`) that was not used: `nullok` never ignores such a user, whose codes the
+    /// store may not show.
+    let holdsOtherCredential: Bool
 
-    init(_ login: LoginContext, codes: CodeUse = .accepted) {
+    init(_ login: LoginContext, codes: CodeUse = .accepted, holdsOtherCredential: Bool = false) {
         self.login = login
         self.codes = codes
+        self.holdsOtherCredential = holdsOtherCredential
     }
 
     private var session: PAMSession { login.session }
@@ -44,9 +49,11 @@ struct LocalVerification: PasscodeCheck {
                 if case .refused(let ignorable) = codes {
                     // The same store reads as for a user without a token, no challenge.
                     let hasTokens = try store.hasActiveTokens(user: login.user)
-                    return settings.nullok && login.known && (ignorable || !hasTokens) ? .none : .some(nil)
+                    // Ignored only with no credential for any method and no token at all: a
+                    // policy that leaves no method must never make a token holder's factor optional.
+                    return settings.nullok && login.known && ignorable && !hasTokens ? .none : .some(nil)
                 }
-                if settings.nullok, login.known, try !store.hasActiveTokens(user: login.user) { return .none }
+                if settings.nullok, login.known, !holdsOtherCredential, try !store.hasActiveTokens(user: login.user) { return .none }
                 // A user with an OCRA token gets a fresh challenge in its suite's format, this
                 // attempt counted before it is shown.
                 return .some(login.known ? try store.issueChallenge(user: login.user, policy: settings.policy, now: now) : nil)

@@ -86,7 +86,7 @@ public enum PAMAuthentication {
             case .push:
                 continue
             case .otp:
-                var check = LocalVerification(login)
+                var check = LocalVerification(login, holdsOtherCredential: enrolled)
                 return converse(&check, login)
             }
         }

@@ -49,6 +49,19 @@ struct FidoPamU2FTests {
         #expect(try box.cli(["fido", "export", user]).status != 0, "nothing was copied into the store")
     }
 
+    @Test("methods=fido,otp with nouserok: a key from authfile= left untouched is never PAM_IGNORE (the user holds a credential)")
+    func untouchedKeyIsNotIgnored() throws {
+        let box = try Sandbox()
+        let key = SoftKey(box)
+        let user = SoftFIDO.currentUser
+        let (authfile, _) = try mappingFile(box, key, user: user)
+        #expect(try box.cli(["init", "--quiet"]).status == 0)
+        // No token in the store: only the mapping file knows the user holds a key.
+        let probe = try box.ignoreProbe("untouched", pamU2FOptions(authfile: authfile) + ["methods=fido,otp"])
+        let untouched = try key.refusing().login(box, probe, user, ["123456"])
+        #expect(untouched.status != PAM.ignoreProbeExit && untouched.status != PAM.success, "\(untouched)")
+    }
+
     @Test("nouserok: a user without credentials, or a missing mapping file, is PAM_IGNORE, never PAM_SUCCESS; without it, a failure")
     func nouserokIgnores() throws {
         let box = try Sandbox()

@@ -97,7 +97,7 @@ struct MethodOrderLoginTests {
         #expect(own.status == PAM.success && own.prompts.isEmpty, "\(own)")
     }
 
-    @Test("No usable method: prompted and refused like a user without a token, even with the right code; nullok ignores")
+    @Test("No usable method: prompted and refused like a user without a token, even with the right code; nullok never ignores a token holder")
     func noUsableMethod() async throws {
         let box = try Sandbox()
         let key = SoftKey(box)
@@ -114,9 +114,12 @@ struct MethodOrderLoginTests {
         let none = try Run.run(box.pamCheck, ["--confdir", box.pamDirectory, stranger, "nobody", "123456"])
         #expect(none.status == denied.status && none.prompts == denied.prompts && none.errors == denied.errors, "\(none)\n\(denied)")
 
-        // nullok: a user with only a TOTP token and methods=push has no usable method here.
+        // nullok with methods=push (no usable method here): a policy that leaves no method must
+        // not make the factor of a user who holds a key and a token optional — prompted and
+        // refused, never ignored.
         let probe = try box.ignoreProbe("probe", ["methods=push", "nullok"])
-        let ignored = try key.login(box, probe, "root")
-        #expect(ignored.status == PAM.ignoreProbeExit, "\(ignored)")
+        let holder = try key.login(box, probe, "root", [code])
+        #expect(holder.status != PAM.ignoreProbeExit && holder.status != PAM.success, "\(holder)")
+        #expect(holder.prompts == [PAM.defaultPrompt], "\(holder)")
     }
 }
