@@ -130,6 +130,9 @@ public struct Settings: Sendable, Equatable {
         case "device_uv":
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule
+        case "push_web":
+            guard let value, value == "allow" || value == "deny" else { throw fail("expected allow or deny") }
+            remote.pushWeb = value == "allow"
         case "web_origin":
             guard let value, ClientData.webRPID(origin: value) != nil else {
                 throw fail("expected the validator's public_url origin, https://HOST[:PORT] (lowercase, no path)")

@@ -30,6 +30,14 @@ public struct ValidatorSettings: Sendable, Equatable {
 
     /// Whether the push prompt may offer an offline challenge.
     public var offersOfflineApproval: Bool { pushOffline ?? (deviceCA == nil) }
+    /// `push_web=allow|deny` (docs/push.md, "Phones without an app"); unset: deny with
+    /// `device_ca=`. The validator serves the page a passkey signs in, so it could have the
+    /// passkey sign a login's challenge in a sign-in's guise: a host that does not trust the
+    /// validator to approve must not take passkey approvals, certificate or not.
+    public var pushWeb: Bool?
+
+    /// Whether phones' passkey approvals (`FFFF#0002`) are taken.
+    public var acceptsWebApprovals: Bool { pushWeb ?? (deviceCA == nil) }
     /// `web_origin=`: phones' passkeys (`FFFF#0002`) are accepted only when they signed at this
     /// origin (the validator's public_url); unset, at the origin the approval names.
     public var webOrigin: String?

@@ -43,6 +43,23 @@ struct WebApprovalTests {
         #expect(try Self.check(Self.asAuthenticator) == .refused(reason: "wrong_type"), "a passkey's assertion is not an authenticator's")
     }
 
+    @Test("push_web=: passkey approvals refused by default with device_ca= (the validator serves the page), taken with allow")
+    func pushWebOption() throws {
+        let approval = try #require(JSONReader.parse(Array(Self.good.utf8)).flatMap(DeviceApproval.init))
+        let refusing = PushApprovalCheck(deviceCA: nil, requireUserVerification: false, webOrigin: nil, acceptsWebApprovals: false)
+        #expect(refusing.check(approval, for: Self.request) == .refused(reason: "web_approval_not_allowed"))
+
+        var settings = Settings()
+        #expect(settings.remote.acceptsWebApprovals, "no device_ca: the validator is trusted anyway")
+        try settings.apply(key: "device_ca", value: "/etc/securotp/device-ca.pem", origin: .argument)
+        #expect(!settings.remote.acceptsWebApprovals, "device_ca= without push_web=allow refuses passkeys")
+        try settings.apply(key: "push_web", value: "allow", origin: .argument)
+        #expect(settings.remote.acceptsWebApprovals)
+        try settings.apply(key: "push_web", value: "deny", origin: .argument)
+        #expect(!settings.remote.acceptsWebApprovals)
+        #expect(throws: StoreError.self) { try settings.apply(key: "push_web", value: "yes", origin: .argument) }
+    }
+
     @Test("web_origin= takes an https origin (http only to localhost), nothing else")
     func webOriginOption() throws {
         for good in ["https://otp.example.com", "https://otp.example.com:8443", "http://localhost:8080"] {

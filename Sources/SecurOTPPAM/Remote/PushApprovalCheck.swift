@@ -35,6 +35,8 @@ struct PushApprovalCheck {
     let requireUserVerification: Bool
     /// `web_origin=`: the one origin phones' passkeys may sign at.
     var webOrigin: String? = nil
+    /// `push_web=` (deny by default with `device_ca=`): whether passkey approvals are taken.
+    var acceptsWebApprovals = true
 
     /// The kinds of device this host can check: securotp-authenticator, and a passkey in a
     /// phone's browser (docs/push.md "Phones without an app").
@@ -50,6 +52,7 @@ struct PushApprovalCheck {
             rpID = ClientData.pushRPID
             requireUV = requireUserVerification
         case Self.webAAID:
+            guard acceptsWebApprovals else { return .refused(reason: "web_approval_not_allowed") }
             // The passkey signed at the validator's page: its origin, its host name as RP id, and
             // always with the user verified (the browser asked for it).
             guard let signedAt = approval.origin, let host = ClientData.webRPID(origin: signedAt) else { return .refused(reason: "wrong_origin") }

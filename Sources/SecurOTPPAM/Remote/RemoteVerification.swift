@@ -110,7 +110,7 @@ struct RemoteVerification: PasscodeCheck {
             }
         }
         return PushApprovalCheck(deviceCA: deviceCA, requireUserVerification: remote.deviceUserVerification == .required,
-                                 webOrigin: remote.webOrigin)
+                                 webOrigin: remote.webOrigin, acceptsWebApprovals: remote.acceptsWebApprovals)
     }
 
     /// Opens a push request (`POST /v1/push`) and asks for its approval in the first prompt.
