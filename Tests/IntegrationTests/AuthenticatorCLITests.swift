@@ -220,6 +220,6 @@ struct AuthenticatorCLITests {
         #expect(version.status == 0 && version.stdout == SecurOTPVersion.string + "\n", "\(version)")
         let printed = try Run.run(authenticator.binary, ["version", "--format", "json"])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(printed.stdout.utf8)) as? [String: Any], "\(printed)")
-        #expect(json["version"] as? String == SecurOTPVersion.string && json["store_format"] as? Int == 2, "\(json)")
+        #expect(json["version"] as? String == SecurOTPVersion.string && json["store_format"] as? Int == 3, "\(json)")
     }
 }

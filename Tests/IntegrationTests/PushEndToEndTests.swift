@@ -56,7 +56,7 @@ final class PushDeviceWorld {
     static let deviceScript = """
         #!/bin/sh
         set -u
-        number=$(printf '%s' "$PAM_CHECK_PROMPT" | sed -n 's/^Approve on your device with number \\([0-9]\\{6\\}\\), or type a code: $/\\1/p')
+        number=$(printf '%s' "$PAM_CHECK_PROMPT" | sed -n 's/^Approve on your device with number \\([0-9]\\{6\\}\\), or type a code.*: $/\\1/p')
         "$DEVICE_AUTHENTICATOR" pending --format json > "$DEVICE_PENDING" 2>> "$DEVICE_LOG"
         id=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r[0]["id"] if r else "")' "$DEVICE_PENDING")
         case "$DEVICE_DECISION" in

@@ -77,9 +77,17 @@ final class PushValidator {
 }
 
 enum PushPrompt {
-    /// The number as one group of six digits.
+    /// The number as one group of six digits (and, when the user's device has offline mode,
+    /// the offline challenge as two groups of four: docs/push.md "Offline approval").
     static func isApproval(_ prompt: String?) -> Bool {
-        guard let prompt, prompt.hasPrefix("Approve on your device with number "), prompt.hasSuffix(", or type a code: ") else { return false }
+        guard var prompt, prompt.hasPrefix("Approve on your device with number ") else { return false }
+        if let offline = prompt.range(of: " (offline challenge ") {
+            let groups = prompt[offline.upperBound...].dropLast("): ".count).split(separator: " ")
+            guard prompt.hasSuffix("): "), groups.count == 2, groups.allSatisfy({ $0.count == 4 && $0.allSatisfy { $0.isASCII && $0.isNumber } })
+            else { return false }
+            prompt = String(prompt[..<offline.lowerBound]) + ": "
+        }
+        guard prompt.hasSuffix(", or type a code: ") else { return false }
         let number = prompt.dropFirst("Approve on your device with number ".count).dropLast(", or type a code: ".count)
         return number.count == 6 && number.allSatisfy { $0.isASCII && $0.isNumber }
     }

@@ -178,11 +178,13 @@ struct PushWakeHooksTests {
             .write(toFile: script, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
         let log = CapturedLog()
-        let hooks = PushWakeHooks(url: nil, command: script, logger: log.logger)
+        // A generous bound: three processes under a full parallel test run on 2 cores have
+        // missed the default 5 s (the kill at the bound is tested below with its own hook).
+        let hooks = PushWakeHooks(url: nil, command: script, timeout: .seconds(30), logger: log.logger)
         var wake = Self.wake
         wake.service = "ssh\u{1b}[2Jd"
         hooks.fire(wake)
-        #expect(await Self.eventually { FileManager.default.fileExists(atPath: directory + "/env") })
+        #expect(await Self.eventually(seconds: 30) { FileManager.default.fileExists(atPath: directory + "/env") })
         let environment = try String(contentsOfFile: directory + "/env", encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(environment.contains("SECUROTP_PUSH_ID=p_0123456789abcdef"))
         #expect(environment.contains("SECUROTP_PUSH_USER=alice"))

@@ -177,13 +177,14 @@ enum FidoLogin {
         }
     }
 
-    /// A refusal after the key was asked counts towards the user's lockout like a wrong code;
+    /// A refusal after the key was asked (a touch not given included, whether or not another
+    /// method follows) counts towards the user's lockout like a wrong code;
     /// an acceptance clears the count. A store that cannot record the failure denies.
     private static func counted(_ outcome: Outcome, _ login: LoginContext) -> Outcome {
         let now = Int64(time(nil))
         do {
             switch outcome {
-            case .refused(let code) where code == PAM_AUTH_ERR:
+            case .declined, .refused(PAM_AUTH_ERR):
                 let (failures, lockedNow) = try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
                     try store.recordFidoFailure(user: login.user, policy: login.settings.policy, now: now)
                 }
