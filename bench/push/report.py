@@ -27,8 +27,9 @@ def main():
     rows = parse(args.results)
     pi = next((r for r in rows if r.get("peer") == "privacyidea"), None)
     dry = any(r.get("peer", "").startswith("dryrun") for r in rows)
-    ours = [r for r in rows if r.get("peer") in ("securotpd", "dryrun-standin")]
-    phase = {r.get("phase"): r for r in ours}
+    ours = [r for r in rows if r.get("peer") in ("securotpd", "securotpd-web", "dryrun-standin")]
+    # The targets are the authenticator's (issue 14); a phone's passkey (PUSH_DEVICE=web) gets rows of its own.
+    phase = {r.get("phase"): r for r in ours if r.get("peer") != "securotpd-web"}
     out = []
     w = out.append
     w("# Push benchmark results")
@@ -54,9 +55,10 @@ def main():
           f"{num(pi, 'p99_ms')} | {num(pi, 'mean_ms')} | {num(pi, 'max_ms')} | | |")
     names = {"idle": "host, nothing else waiting", "pam": "pam (libpam + pam_securotp)",
              "load": "host, {} logins waiting"}
-    for ph in ("idle", "pam", "load"):
-        r = phase.get(ph)
-        if r is None:
+    order = {"idle": 0, "pam": 1, "load": 2}
+    for r in sorted(ours, key=lambda r: (r.get("peer") == "securotpd-web", order.get(r.get("phase"), 3))):
+        ph = r.get("phase")
+        if ph not in names:
             continue
         if r.get("missing"):
             w(f"| {r['peer']} | {names[ph]} | not run: {r['missing']} | | | | | | |")

@@ -17,6 +17,8 @@
 #   PUSH_WAITING        [10000] waiting logins held open in the load phase
 #   PUSH_LOAD_LOGINS    [200]   measured securotp logins while those wait
 #   PUSH_PAM_LOGINS     [50]    measured logins through libpam + pam_securotp (pam-check)
+#   PUSH_DEVICE         [authenticator] web: securotpd's devices are phones' passkeys (the page's
+#                               assertions, docs/push.md "Phones without an app"); rows securotpd-web
 #   PUSH_SECUROTPD      [auto]  auto: measure securotpd if built and it serves /v1/push; require; skip
 #   SECUROTPD_BIN, SECUROTP_CLI, PAM_CHECK [.build/release/{securotpd,securotp,pam-check}]
 #   SECUROTP_MODULE     [.build/release/libpam_securotp.so]
@@ -39,6 +41,8 @@ WAITING=${PUSH_WAITING:-10000}
 LOAD_LOGINS=${PUSH_LOAD_LOGINS:-200}
 PAM_LOGINS=${PUSH_PAM_LOGINS:-50}
 SECUROTPD_MODE=${PUSH_SECUROTPD:-auto}
+PUSH_DEVICE=${PUSH_DEVICE:-authenticator}
+case $PUSH_DEVICE in authenticator|web) ;; *) echo "bench/push/run.sh: error: PUSH_DEVICE must be authenticator or web" >&2; exit 1 ;; esac
 SECUROTPD_BIN=${SECUROTPD_BIN:-$ROOT/.build/release/securotpd}
 SECUROTP_CLI=${SECUROTP_CLI:-$ROOT/.build/release/securotp}
 PAM_CHECK=${PAM_CHECK:-$ROOT/.build/release/pam-check}

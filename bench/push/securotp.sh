@@ -7,6 +7,7 @@
 # are labelled dryrun-standin and are never securotpd's numbers.
 
 SECUROTPD_PEER=securotpd
+[ "$PUSH_DEVICE" = web ] && SECUROTPD_PEER=securotpd-web
 case $SECUROTPD_MODE in
     skip) SECUROTPD_NOTE="not measured (PUSH_SECUROTPD=skip)" ;;
     standin) SECUROTPD_PEER=dryrun-standin
@@ -42,6 +43,8 @@ if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
             # push_waiters (default 10000) counts every long-poll: the waiting logins' plus the
             # devices' and the measured login's, a few more than PUSH_WAITING.
             printf 'push_waiters = %s\n' "$(( WAITING + 100 > 10000 ? WAITING + 100 : 10000 ))"
+            # Phones' passkeys (PUSH_DEVICE=web) sign at this origin (docs/push.md).
+            printf 'public_url = http://localhost:%s\n' "$PORT_SECUROTPD"
         } >"$dir/securotpd.conf"
         chmod 600 "$dir/securotpd.conf"
         note "securotpd: starting on 127.0.0.1:$PORT_SECUROTPD"
@@ -78,7 +81,8 @@ if [ -z "$SECUROTPD_NOTE" ] || [ "$SECUROTPD_MODE" = standin ]; then
         python3 "$HERE/securotp_push.py" --url "http://127.0.0.1:$PORT_SECUROTPD" --admin-cred "$dir/admin.cred" \
             --host-cred "$dir/host.cred" --host-name benchhost --pid "$SECUROTPD_PID" --out "$RUN" \
             --logins "$PUSH_LOGINS" --warmup "$WARMUP" --waiting "$WAITING" --load-logins "$LOAD_LOGINS" \
-            --peer "$SECUROTPD_PEER" "${pam_args[@]}" >>"$RESULTS" ||
+            --peer "$SECUROTPD_PEER" --device "$PUSH_DEVICE" --origin "http://localhost:$PORT_SECUROTPD" \
+            "${pam_args[@]}" >>"$RESULTS" ||
             die "the $SECUROTPD_PEER push measurement failed (log: $dir/)"
         [ -n "$SECUROTPD_NOTE" ] || SECUROTPD_NOTE="measured"
     fi

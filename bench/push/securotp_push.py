@@ -28,6 +28,10 @@ returned the approval; t_done = the host verified it and the result report was a
          one connection each; an expired request is opened again, as the next login would);
          securotpd's RSS (/proc/PID/status) before and with them, its CPU over 10 s while they
          wait (/proc/PID/stat), then L measured logins one at a time while they keep waiting.
+  --device web: the devices are phones' passkeys instead of securotp-authenticator (enrolled
+  from `device add` with web: true, signed in by an assertion, approving with a webauthn.get
+  assertion at --origin, securotpd's public_url), as webapp/app.js does in the browser.
+
   pam    P logins through the real libpam and pam_securotp (pam-check): the prompt carries the
          number, pam-check answers it with an empty line (the module then waits for the
          approval), the harness types the number into the device, which approves; t_done = the
@@ -55,6 +59,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 RP_ID = "securotp-push"
 AAID = "FFFF#0001"
+PASSKEY_AAID = "FFFF#0002"
 WAIT_SECONDS = 25  # the module: "each call at most 25 s"
 CONTEXT = {"service": "sshd", "remote_address": "192.0.2.10", "tty": "ssh", "command": ""}
 
@@ -210,8 +215,7 @@ class Device:
                 seen.add(r["id"])
                 asyncio.get_running_loop().create_task(self.approve(r, answer_conn, answered))
 
-    async def approve(self, r, conn, answered):
-        number = await self.typed(r["id"])
+    def signed_answer(self, r, number):
         challenge = hashlib.sha256(statement(r["id"], r.get("user"), r.get("host"), r.get("service"),
                                              r.get("remote_address"), r.get("tty"), r.get("command"),
                                              r["nonce"], number, r["expires"], self.id)).digest()
@@ -221,8 +225,11 @@ class Device:
         # Flags UP | UV: the device checked its PIN (securotpd's default device_pin = yes).
         auth_data = hashlib.sha256(RP_ID.encode()).digest() + bytes([0x05]) + struct.pack(">I", self.counter)
         signature = self.key.sign(auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256()))
-        body = {"id": r["id"], "decision": "approve", "authenticator_data": b64u(auth_data),
-                "client_data_json": b64u(client_data), "signature": b64u(signature), "number": number}
+        return {"authenticator_data": b64u(auth_data), "client_data_json": b64u(client_data), "signature": b64u(signature)}
+
+    async def approve(self, r, conn, answered):
+        number = await self.typed(r["id"])
+        body = {"id": r["id"], "decision": "approve", "number": number, **self.signed_answer(r, number)}
         sent = time.monotonic()
         try:
             result = await conn.request("POST", "/v1/device/answer", body)
@@ -235,6 +242,57 @@ class Device:
             answered.set_result((sent, result.get("state")))
 
 
+class PasskeyDevice(Device):
+    """A phone's passkey as the page uses it (docs/push.md "Phones without an app"): enrolled
+    with a registration (attestation "none") from `device add` with `web: true`, signed in with
+    an assertion (the sotp_w_ session is its bearer), approving with a webauthn.get assertion
+    at public_url's origin whose challenge is the statement's hash, as webapp/app.js does."""
+
+    origin = None  # public_url's origin (--origin)
+
+    async def enroll(self, admin, activator):
+        added = await admin.request("POST", f"/v1/users/{urllib.parse.quote(self.user, safe='')}/devices",
+                                    {"name": "bench", "web": True})
+        code = added["activation_code"]
+        options = await activator.request("POST", "/v1/web/enroll/options", {"activation_code": code})
+        self.rp_id = options["rp_id"]
+        numbers = self.key.public_key().public_numbers()
+        cose = (bytes([0xA5, 0x01, 0x02, 0x03, 0x26, 0x20, 0x01, 0x21, 0x58, 0x20]) + numbers.x.to_bytes(32, "big")
+                + bytes([0x22, 0x58, 0x20]) + numbers.y.to_bytes(32, "big"))
+        self.credential_id = secrets.token_bytes(32)
+        auth_data = (hashlib.sha256(self.rp_id.encode()).digest() + bytes([0x45, 0, 0, 0, 0]) + bytes(16)
+                     + struct.pack(">H", len(self.credential_id)) + self.credential_id + cose)
+        # CBOR {"fmt": "none", "attStmt": {}, "authData": bytes} (definite lengths, shortest heads).
+        length = bytes([0x58, len(auth_data)]) if len(auth_data) < 256 else b"\x59" + struct.pack(">H", len(auth_data))
+        attestation = b"\xa3\x63fmt\x64none\x67attStmt\xa0\x68authData" + length + auth_data
+        client_data = json.dumps({"type": "webauthn.create", "challenge": options["challenge"], "origin": self.origin,
+                                  "crossOrigin": False}).encode()
+        enrolled = await activator.request("POST", "/v1/web/enroll", {
+            "activation_code": code, "credential_id": b64u(self.credential_id),
+            "client_data_json": b64u(client_data), "attestation_object": b64u(attestation)})
+        self.id = enrolled["device"]
+        session_options = await activator.request("POST", "/v1/web/session/options", {})
+        body = self.assertion(unb64u(session_options["challenge"]))
+        body["credential_id"] = b64u(self.credential_id)
+        session = await activator.request("POST", "/v1/web/session", body)
+        self.credential = session["session"]  # the bearer of the device routes, 10 minutes
+        if session.get("user") != self.user:
+            fail(f"web enrollment for {self.user} answered user {session.get('user')!r}")
+
+    def assertion(self, challenge):
+        self.counter += 1
+        auth_data = hashlib.sha256(self.rp_id.encode()).digest() + bytes([0x05]) + struct.pack(">I", self.counter)
+        client_data = json.dumps({"type": "webauthn.get", "challenge": b64u(challenge), "origin": self.origin,
+                                  "crossOrigin": False}, separators=(",", ":")).encode()
+        signature = self.key.sign(auth_data + hashlib.sha256(client_data).digest(), ec.ECDSA(hashes.SHA256()))
+        return {"authenticator_data": b64u(auth_data), "client_data_json": b64u(client_data), "signature": b64u(signature)}
+
+    def signed_answer(self, r, number):
+        return self.assertion(hashlib.sha256(statement(r["id"], r.get("user"), r.get("host"), r.get("service"),
+                                                       r.get("remote_address"), r.get("tty"), r.get("command"),
+                                                       r["nonce"], number, r["expires"], self.id)).digest())
+
+
 def verify_approval(approval, request_id, user, host, nonce, number, expires, device_keys):
     """What a host checks before it accepts (docs/push.md); raises on any mismatch."""
     public_key_der = unb64u(approval["public_key"])
@@ -244,13 +302,18 @@ def verify_approval(approval, request_id, user, host, nonce, number, expires, de
     own = hashlib.sha256(statement(request_id, user, host, CONTEXT["service"], CONTEXT["remote_address"],
                                    CONTEXT["tty"], CONTEXT["command"], nonce, number, expires,
                                    approval["device"])).digest()
+    if approval.get("aaid") == PASSKEY_AAID:  # a phone's passkey: at the page's origin, its host the RP id
+        want_type, want_origin = "webauthn.get", approval.get("origin") or ""
+        rp_id = urllib.parse.urlsplit(want_origin).hostname or ""
+    else:
+        want_type, want_origin, rp_id = "securotp.push.approve", "securotp:push", RP_ID
     client_data_raw = unb64u(approval["client_data_json"])
     client_data = json.loads(client_data_raw)
-    if (client_data.get("type") != "securotp.push.approve" or client_data.get("origin") != "securotp:push"
+    if (client_data.get("type") != want_type or client_data.get("origin") != want_origin
             or unb64u(client_data.get("challenge", "")) != own):
         raise ValueError("clientDataJSON does not match the host's statement")
     auth_data = unb64u(approval["authenticator_data"])
-    if len(auth_data) != 37 or auth_data[:32] != hashlib.sha256(RP_ID.encode()).digest() or auth_data[32] & 0x05 != 0x05:
+    if len(auth_data) != 37 or auth_data[:32] != hashlib.sha256(rp_id.encode()).digest() or auth_data[32] & 0x05 != 0x05:
         raise ValueError("bad authenticatorData")
     key.verify(unb64u(approval["signature"]), auth_data + hashlib.sha256(client_data_raw).digest(),
                ec.ECDSA(hashes.SHA256()))
@@ -264,12 +327,15 @@ class Bench:
         self.admin_bearer = open(args.admin_cred).read().strip()
         self.host_bearer = open(args.host_cred).read().strip()
         self.device_keys = {}  # device id -> SPKI DER (what the validator lists for the user)
+        # --device web: every device is a phone's passkey (docs/push.md "Phones without an app").
+        self.device_class = PasskeyDevice if args.device == "web" else Device
+        PasskeyDevice.origin = args.origin
 
     def conn(self, bearer=None):
         return Connection(self.host, self.port, bearer)
 
     async def enroll(self, users, parallel=32):
-        devices = [Device(u) for u in users]
+        devices = [self.device_class(u) for u in users]
         queue = list(devices)
 
         async def worker():
@@ -591,7 +657,11 @@ def main():
     ap.add_argument("--pam-service")
     ap.add_argument("--pam-user")
     ap.add_argument("--pam-logins", type=int, default=50)
+    ap.add_argument("--device", choices=["authenticator", "web"], default="authenticator")
+    ap.add_argument("--origin", help="public_url's origin, for --device web (http://localhost:PORT)")
     args = ap.parse_args()
+    if args.device == "web" and not args.origin:
+        ap.error("--device web needs --origin (securotpd's public_url)")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = args.waiting + 1024
     if soft < need:
