@@ -175,8 +175,16 @@ struct PushWakeHooksTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let script = directory + "/hook"
         try "#!/bin/sh\n/usr/bin/env > \(directory)/env.tmp\ncat > \(directory)/stdin\nmv \(directory)/env.tmp \(directory)/env\n"
-            .write(toFile: script, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+            .write(toFile: script + ".source", atomically: true, encoding: .utf8)
+        // The executable is written by a child (install(1)), never through a descriptor of this
+        // process: in a full parallel run other tests fork at any moment, and a child that
+        // inherited a descriptor open for writing on the script makes its exec fail (ETXTBSY).
+        let install = Process()
+        install.executableURL = URL(fileURLWithPath: "/usr/bin/install")
+        install.arguments = ["-m", "0755", script + ".source", script]
+        try install.run()
+        install.waitUntilExit()
+        try #require(install.terminationStatus == 0)
         let log = CapturedLog()
         // A generous bound: three processes under a full parallel test run on 2 cores have
         // missed the default 5 s (the kill at the bound is tested below with its own hook).
@@ -184,7 +192,7 @@ struct PushWakeHooksTests {
         var wake = Self.wake
         wake.service = "ssh\u{1b}[2Jd"
         hooks.fire(wake)
-        #expect(await Self.eventually(seconds: 30) { FileManager.default.fileExists(atPath: directory + "/env") })
+        #expect(await Self.eventually(seconds: 30) { FileManager.default.fileExists(atPath: directory + "/env") }, "hook log: \(log.text)")
         let environment = try String(contentsOfFile: directory + "/env", encoding: .utf8).split(separator: "\n").map(String.init)
         #expect(environment.contains("SECUROTP_PUSH_ID=p_0123456789abcdef"))
         #expect(environment.contains("SECUROTP_PUSH_USER=alice"))
