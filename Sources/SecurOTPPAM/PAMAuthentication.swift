@@ -35,7 +35,8 @@ public enum PAMAuthentication {
         let login = LoginContext(session: session, settings: settings, user: account?.name ?? user,
                                  shownUser: validName ? user : "(invalid user name)", known: account != nil, validName: validName)
 
-        let groups = account?.groupNames()
+        // Group names cost NSS lookups: resolved for groups= here, else only if a policy asks.
+        let groups = settings.groups.isEmpty ? nil : account?.groupNames()
         if !settings.groups.isEmpty, let groups, !settings.groups.covers(groups: groups) {
             session.debugLog("user \(login.shownUser) is outside groups=; not asking for a code")
             return PAM_IGNORE
@@ -51,7 +52,7 @@ public enum PAMAuthentication {
         let methods: LoginMethods?
         do {
             methods = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
-                try store.loginMethods(user: login.known ? login.user : "", groups: login.known ? groups ?? [] : [], global: settings.methods)
+                try store.loginMethods(user: login.known ? login.user : "", groups: { groups ?? account?.groupNames() ?? [] }, global: settings.methods)
             }
         } catch {
             // An unavailable store is reported by the passcode step as before; a policy that

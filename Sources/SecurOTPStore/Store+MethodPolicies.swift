@@ -41,8 +41,9 @@ extension Store {
 
     /// The methods `user` (member of `groups`) may use, in order: LoginMethods.resolve over the
     /// user's policy, the groups' and `global`. Nil: no method is left (group policies without
-    /// a method in common).
-    public func loginMethods(user: String, groups: [String], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
+    /// a method in common). `groups` is asked only when the user has no policy of their own
+    /// and the store holds some (resolving group names costs NSS lookups on every login).
+    public func loginMethods(user: String, groups: () -> [String], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
         // One indexed lookup for the common case, a store without policies.
         let any = try db.prepare("SELECT 1 FROM method_policies LIMIT 1")
         defer { any.reset() }
@@ -50,7 +51,7 @@ extension Store {
         let own = try methodPolicy(user)
         var groupPolicies: [(name: String, methods: LoginMethods)] = []
         if own == nil {
-            for group in groups {
+            for group in groups() {
                 if let methods = try methodPolicy(Self.policySubject(group: group)) { groupPolicies.append((name: group, methods: methods)) }
             }
         }

@@ -48,12 +48,12 @@ import Testing
         let temp = try TemporaryStore()
         let store = temp.store
         let global = try #require(LoginMethods(parsing: "otp"))
-        #expect(try store.loginMethods(user: "alice", groups: ["staff"], global: global) == global, "no policies: the global order")
+        #expect(try store.loginMethods(user: "alice", groups: { ["staff"] }, global: global) == global, "no policies: the global order")
         try store.setMethodPolicy("@staff", try #require(LoginMethods(parsing: "fido,otp")))
-        #expect(try store.loginMethods(user: "alice", groups: ["staff"], global: global)?.order == [.fido, .otp])
-        #expect(try store.loginMethods(user: "bob", groups: ["other"], global: global) == global)
+        #expect(try store.loginMethods(user: "alice", groups: { ["staff"] }, global: global)?.order == [.fido, .otp])
+        #expect(try store.loginMethods(user: "bob", groups: { ["other"] }, global: global) == global)
         try store.setMethodPolicy("alice", try #require(LoginMethods(parsing: "push")))
-        #expect(try store.loginMethods(user: "alice", groups: ["staff"], global: global)?.order == [.push])
+        #expect(try store.loginMethods(user: "alice", groups: { ["staff"] }, global: global)?.order == [.push])
         try store.setMethodPolicy("alice", try #require(LoginMethods(parsing: "otp,fido")))
         #expect(try store.methodPolicy("alice")?.order == [.otp, .fido], "setting again replaces")
         #expect(try store.methodPolicies().map(\.subject) == ["@staff", "alice"])
@@ -61,6 +61,6 @@ import Testing
         #expect(try !store.clearMethodPolicy("alice"))
         #expect(try store.methodPolicy("alice") == nil)
         try store.db.execute("UPDATE method_policies SET methods = 'sms' WHERE subject = '@staff'")
-        #expect(throws: StoreError.self, "an unreadable row fails closed") { try store.loginMethods(user: "alice", groups: ["staff"], global: global) }
+        #expect(throws: StoreError.self, "an unreadable row fails closed") { try store.loginMethods(user: "alice", groups: { ["staff"] }, global: global) }
     }
 }
