@@ -220,7 +220,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             let deviceCredential = try PushRules.newCredential(deviceID: row.id)
             let offlineSecret = try PushRules.newOfflineSecret(aaid: aaid)
             let sealedOffline = try offlineSecret.map { (secret) throws(StoreError) in
-                try SeedSealing.seal(secret, key: self.keys.dataKey, user: row.user, serial: "offline:" + row.id)
+                try Store.sealDeviceSecret(secret, key: self.keys.dataKey, user: row.user, device: row.id)
             }
             guard try await self.changed("""
                 UPDATE devices SET state = 'active', name = \(name.isEmpty ? row.name : name), aaid = \(aaid), public_key = \(Self.bytea(publicKey)),
@@ -533,7 +533,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 }
             }
             let match = PushRules.offlineMatch(request.passcode, challenge: row.offlineChallenge, devices: devices) { device in
-                SeedSealing.open(device.offlineSecret, key: self.keys.dataKey, user: user, serial: "offline:" + device.id)
+                Store.openDeviceSecret(device.offlineSecret, key: self.keys.dataKey, user: user, device: device.id)
             }
             guard let device = match else {
                 if try await self.transition(row.id, from: "pending", to: "cancelled", connection) {

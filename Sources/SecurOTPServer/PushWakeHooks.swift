@@ -121,7 +121,7 @@ public final class PushWakeHooks: Sendable {
         }
         guard admitted else {
             logger.warning("push wake-up dropped: too many hook calls in flight",
-                           metadata: ["hook": "\(hook)", "limit": "\(maxConcurrent)", "push": "\(PushWake.shown(wake.id, 64))"])
+                           metadata: ["hook": "\(hook)", "limit": "\(maxConcurrent)", "push": "\(TerminalText.bounded(wake.id, maxBytes: 64))"])
             return
         }
         Task {
@@ -129,8 +129,9 @@ public final class PushWakeHooks: Sendable {
             do {
                 try await call()
             } catch {
-                logger.warning("push wake-up failed", metadata: ["hook": "\(hook)", "push": "\(PushWake.shown(wake.id, 64))",
-                                                                 "error": "\(PushWake.shown("\(error)", 300))"])
+                // Bounded here, escaped once by the log handler (LogfmtHandler.quote).
+                logger.warning("push wake-up failed", metadata: ["hook": "\(hook)", "push": "\(TerminalText.bounded(wake.id, maxBytes: 64))",
+                                                                 "error": "\(TerminalText.bounded("\(error)", maxBytes: 300))"])
             }
         }
     }

@@ -363,11 +363,20 @@ extension Store {
     /// (docs/push.md, "Offline approval"); the `offline:` prefix keeps it apart from any token
     /// serial's associated data.
     public func sealDeviceSecret(_ secret: SecretBytes, user: String, device: String) throws(StoreError) -> [UInt8] {
-        try SeedSealing.seal(secret, key: keys.dataKey, user: user, serial: "offline:" + device)
+        try Self.sealDeviceSecret(secret, key: keys.dataKey, user: user, device: device)
     }
 
     /// Nil when the blob was altered, moved to another device, or sealed under another key.
     public func openDeviceSecret(_ sealed: [UInt8], user: String, device: String) -> SecretBytes? {
-        SeedSealing.open(sealed, key: keys.dataKey, user: user, serial: "offline:" + device)
+        Self.openDeviceSecret(sealed, key: keys.dataKey, user: user, device: device)
+    }
+
+    /// The same under a data key held elsewhere (the PostgreSQL store): one binding for both stores.
+    public static func sealDeviceSecret(_ secret: SecretBytes, key: SecretBytes, user: String, device: String) throws(StoreError) -> [UInt8] {
+        try SeedSealing.seal(secret, key: key, user: user, serial: "offline:" + device)
+    }
+
+    public static func openDeviceSecret(_ sealed: [UInt8], key: SecretBytes, user: String, device: String) -> SecretBytes? {
+        SeedSealing.open(sealed, key: key, user: user, serial: "offline:" + device)
     }
 }

@@ -10,10 +10,7 @@ extension PushRules {
     /// 32 random bytes for a device of the authenticator's kind, nil for any other.
     public static func newOfflineSecret(aaid: String) throws(ServiceError) -> SecretBytes? {
         guard aaid == offlineCapableAAID else { return nil }
-        guard let secret = SecretBytes.random(count: OfflineApproval.secretLength) else {
-            throw ServiceError(.system, "no randomness available from getrandom(2)")
-        }
-        return secret
+        return try random(OfflineApproval.secretLength)
     }
 
     /// The activation answer, with the offline secret (returned this once) when there is one.

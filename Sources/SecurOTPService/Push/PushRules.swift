@@ -15,8 +15,14 @@ public enum PushRules {
     public static func newRequestID() throws(ServiceError) -> String { "pr" + (try randomHex(16)) }
 
     public static func randomHex(_ count: Int) throws(ServiceError) -> String {
+        try random(count).withUnsafeBytes { Hex.encode($0) }
+    }
+
+    /// `count` bytes from the kernel's random source; ids, codes, secrets and challenges all
+    /// come from here.
+    public static func random(_ count: Int) throws(ServiceError) -> SecretBytes {
         guard let bytes = SecretBytes.random(count: count) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
-        return bytes.withUnsafeBytes { Hex.encode($0) }
+        return bytes
     }
 
     public static func isDeviceID(_ id: String) -> Bool { id.utf8.count == 18 && id.hasPrefix("dv") && isLowerHex(id.utf8.dropFirst(2)) }
@@ -30,9 +36,9 @@ public enum PushRules {
 
     /// 16 characters of Crockford base32 (80 bits) in groups of four: `ABCD-EFGH-JKMN-PQRS`.
     public static func newCode() throws(ServiceError) -> String {
-        guard let random = SecretBytes.random(count: 16) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
+        let bytes = try random(16)
         // 16 bytes, 5 bits of each: every character uniform.
-        let characters = random.withUnsafeBytes { bytes in bytes.map { crockford[Int($0 & 31)] } }
+        let characters = bytes.withUnsafeBytes { raw in raw.map { crockford[Int($0 & 31)] } }
         var text = ""
         for (index, character) in characters.enumerated() {
             if index > 0, index % 4 == 0 { text += "-" }
@@ -66,7 +72,7 @@ public enum PushRules {
 
     /// `sotp_d_<16 hex>_<64 hex>`: the 16 hex digits are the device id's, so the id finds the row.
     public static func newCredential(deviceID: String) throws(ServiceError) -> Credential {
-        guard let secret = SecretBytes.random(count: 32) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
+        let secret = try random(32)
         return Credential(kind: .device, id: String(deviceID.dropFirst(2)), secret: secret.withUnsafeBytes { Array($0) })
     }
 

@@ -144,8 +144,7 @@ public enum WebEnrollmentRules {
     }
 
     public static func newChallenge() throws(ServiceError) -> [UInt8] {
-        guard let bytes = SecretBytes.random(count: 32) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
-        return bytes.withUnsafeBytes { Array($0) }
+        try PushRules.random(32).withUnsafeBytes { Array($0) }
     }
 
     /// The decoded parts of an enrollment, bounded before anything is parsed.
