@@ -23,7 +23,7 @@ public struct DaemonConfiguration: Sendable {
         var isLocal: Bool {
             switch self {
             case .unix: true
-            case .tcp(let host, _): host == "127.0.0.1" || host == "::1" || host == "localhost" || host.hasPrefix("127.")
+            case .tcp(let host, _): LoopbackHost.contains(host)
             }
         }
     }
