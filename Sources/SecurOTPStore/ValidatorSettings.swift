@@ -58,7 +58,8 @@ public struct ValidatorSettings: Sendable, Equatable {
             let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey),
                          ("offline_cache", offlineCache), ("device_ca", deviceCA), ("web_origin", webOrigin),
                          ("push_timeout", pushTimeout == Self().pushTimeout ? nil : "\(pushTimeout)"),
-                         ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue)]
+                         ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue),
+                         ("push_offline", pushOffline.map { $0 ? "allow" : "deny" }), ("push_web", pushWeb.map { $0 ? "allow" : "deny" })]
                 .filter { $0.1 != nil }.map { $0.0 }
             if let key = stray.first {
                 throw StoreError(.config, "\(key) is set but validator is not; set validator=https://HOST:PORT or remove \(key)")
