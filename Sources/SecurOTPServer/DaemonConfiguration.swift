@@ -204,8 +204,16 @@ public struct DaemonConfiguration: Sendable {
         if let tlsKey {
             do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
         }
-        if let pushHookCommand, !FileManager.default.isExecutableFile(atPath: pushHookCommand) {
-            throw ServiceError(.config, "push_hook_command = \(TerminalText.quoted(pushHookCommand)) is not an executable file")
+        if let pushHookCommand {
+            // The daemon runs it with every login's user and host: whoever may change the file
+            // runs code as the daemon, so it is checked like policy (no symlink, owned by root or
+            // the daemon's user, not writable by others).
+            do throws(StoreError) { try FileSecurity.check(pushHookCommand, .policy) } catch {
+                throw ServiceError(.config, "push_hook_command: \(error.message)")
+            }
+            guard FileManager.default.isExecutableFile(atPath: pushHookCommand) else {
+                throw ServiceError(.config, "push_hook_command = \(TerminalText.quoted(pushHookCommand)) is not executable; fix: chmod 755 \(pushHookCommand)")
+            }
         }
         for file in [tlsCertificate, tlsClientCA].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
             throw ServiceError(.config, "\(TerminalText.quoted(file)) cannot be read")
