@@ -259,6 +259,26 @@ struct WebEnrollmentTests {
         await fixture.cleanUp()
     }
 
+    @Test("rate_limit_web: an address over its allowance on the credential-less /v1/web routes gets 429 rate_limited; other routes are not held to it")
+    func webRateLimit() async throws {
+        let fixture = try await ValidatorFixture.make(.sqlite) {
+            $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get()
+            $0.webRequestsPerMinute = 3
+        }
+        try await fixture.withClient { client in
+            for _ in 1...3 {
+                let options = try await client.call(.post, "/v1/web/session/options")
+                #expect(options.status == 200, "\(options.text)")
+            }
+            for path in ["/v1/web/session/options", "/v1/web/enroll/options", "/v1/web/enroll", "/v1/web/session"] {
+                let refused = try await client.call(.post, path, ["activation_code": "ABCD-EFGH-JKMN-PQRS"])
+                #expect(refused.status == 429 && (refused["error"] as? [String: Any])?["code"] as? String == "rate_limited", "\(path): \(refused.text)")
+            }
+            let status = try await client.call(.get, "/v1/status", bearer: fixture.admin)
+            #expect(status.status == 200, "\(status.text)")
+        }
+    }
+
     /// Enrolls `passkey` for `user` as a web device; its id.
     static func enroll(_ client: APIClient, _ fixture: ValidatorFixture, _ user: String, _ passkey: SoftPasskey) async throws -> String {
         let (code, options) = try await webDevice(client, fixture, user)
