@@ -72,6 +72,15 @@ extension PostgresTokenService: WebDeviceService {
                 return .failure(WebEnrollmentRules.refused(refusal))
             case .success(let accepted): credential = accepted
             }
+            var holder: String?
+            for try await (id) in try await connection.query("""
+                SELECT device FROM web_devices WHERE credential_id = \(Self.bytea(credential.credentialID))
+                """, logger: self.logger).decode(String.self) { holder = id }
+            if let holder {
+                try await self.webAudit(action, device.id, device.user, "denied", WebEnrollmentRules.credentialRegisteredDetail(holder: holder),
+                                        address: address, now: now, connection)
+                return .failure(WebEnrollmentRules.credentialRegistered)
+            }
             guard let unusable = SecretBytes.random(count: 32) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
             guard try await self.changed("""
                 UPDATE devices SET activation_hash = NULL, state = 'active', aaid = \(WebEnrollmentRules.aaid),

@@ -1,7 +1,10 @@
 import Foundation
+import Logging
 import SecurOTPCore
+@testable import SecurOTPPostgres
 import SecurOTPServer
 import SecurOTPService
+import SecurOTPStore
 import Testing
 
 /// The few CBOR heads a software authenticator writes (tests only).
@@ -26,9 +29,11 @@ enum TestCBOR {
 struct SoftPasskey {
     let privateKeyPEM: String
     let publicKey: [UInt8]
-    let credentialID: [UInt8] = Array((0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+    /// Random, as an authenticator's: a credential id is registered once (schema 9).
+    let credentialID: [UInt8]
 
     init() throws {
+        credentialID = (0..<48).map { _ in UInt8.random(in: 0...255) }
         let pair = try #require(PushRules.generateKeyPair())
         privateKeyPEM = pair.privateKeyPEM
         publicKey = pair.publicKey
@@ -251,6 +256,17 @@ struct WebEnrollmentTests {
             let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
             #expect(preflight["push"] as? Bool == true, "\(preflight.text)")
 
+            // The same passkey (credential id) again, for another user: refused, the code kept.
+            var second = try await Self.webDevice(client, fixture, "mallory")
+            let repeated = try await client.call(.post, "/v1/web/enroll", Self.enrollBody(passkey, code: second.code, challenge: second.options.string("challenge") ?? ""))
+            #expect(repeated.status == 409 && repeated.text.contains("credential_registered"), "\(repeated.text)")
+            second.options = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": second.code])
+            let another = try await client.call(.post, "/v1/web/enroll",
+                                                Self.enrollBody(try SoftPasskey(), code: second.code, challenge: second.options.string("challenge") ?? ""))
+            #expect(another.status == 200, "another passkey with the same code: \(another.text)")
+            let audit = try await client.call(.get, "/v1/audit?user=mallory", bearer: fixture.admin)
+            #expect(audit.text.contains("credential id already registered to device"), "\(audit.text)")
+
             // Another site's page is refused, whatever it sends.
             (code, options) = try await Self.webDevice(client, fixture, "bob")
             let foreign = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": code], origin: "https://evil.example")
@@ -276,6 +292,42 @@ struct WebEnrollmentTests {
             }
             let status = try await client.call(.get, "/v1/status", bearer: fixture.admin)
             #expect(status.status == 200, "\(status.text)")
+        }
+    }
+
+    @Test("PostgreSQL schema 7: a database where two web devices share a credential id is refused naming them, nothing changed; unlinked, it migrates")
+    func postgresRepeatedCredentialIDs() async throws {
+        let name = "securotp_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        try TestPostgres.sql("CREATE DATABASE \(name)")
+        defer { try? TestPostgres.sql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+        // Schema 6 as an older securotpd left it, with one id registered twice.
+        for statement in PostgresSchema.migrations.prefix(6).flatMap({ $0 }) { try TestPostgres.sql(statement, database: name) }
+        try TestPostgres.sql("""
+            CREATE TABLE securotp_schema (version INTEGER NOT NULL); INSERT INTO securotp_schema VALUES (6);
+            INSERT INTO devices (id, "user", state, created) VALUES ('dev-old', 'alice', 'active', 100), ('dev-new', 'mallory', 'active', 200), ('dev-other', 'bob', 'active', 150);
+            INSERT INTO web_devices (device, credential_id) VALUES ('dev-new', '\\x0102'), ('dev-old', '\\x0102'), ('dev-other', '\\x0304');
+            """, database: name)
+        let directory = try ValidatorFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var settings = Settings()
+        settings.paths = StorePaths(stateDirectory: directory)
+        _ = try KeyFile.create(settings.paths.keyFile)
+        var logger = Logger(label: "securotp-test")
+        logger.logLevel = .critical
+        do {
+            let service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: settings, logger: logger)
+            await service.close()
+            Issue.record("a repeated credential id was migrated over")
+        } catch {
+            #expect(error.message.contains("'dev-old' of 'alice', 'dev-new' of 'mallory'") && !error.message.contains("dev-other"), "\(error.message)")
+        }
+        #expect(try TestPostgres.value("SELECT max(version) FROM securotp_schema", database: name) == "6", "left as it was")
+        try TestPostgres.sql("UPDATE web_devices SET credential_id = NULL WHERE device = 'dev-new'", database: name)
+        let service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: settings, logger: logger)
+        await service.close()
+        #expect(try TestPostgres.value("SELECT count(*) FROM web_devices", database: name) == "3", "every row kept")
+        #expect(throws: (any Error).self, "the index refuses a repeat from now on") {
+            try TestPostgres.sql("UPDATE web_devices SET credential_id = '\\x0304' WHERE device = 'dev-old'", database: name)
         }
     }
 

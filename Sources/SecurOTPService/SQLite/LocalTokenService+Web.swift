@@ -74,6 +74,14 @@ extension LocalTokenService: WebDeviceService {
                     return .failure(WebEnrollmentRules.refused(refusal))
                 case .success(let accepted): credential = accepted
                 }
+                let holder = try db.prepare("SELECT device FROM web_devices WHERE credential_id = ?")
+                defer { holder.reset() }
+                try holder.bind(.blob(credential.credentialID))
+                if try holder.step() {
+                    try audit(device.id, device.user, "denied", WebEnrollmentRules.credentialRegisteredDetail(holder: holder.text(0)))
+                    return .failure(WebEnrollmentRules.credentialRegistered)
+                }
+                holder.reset()
                 guard let row = try push.takeActivation(hash: hash), row.id == device.id else {
                     return .failure(WebEnrollmentRules.unknownCode)
                 }
