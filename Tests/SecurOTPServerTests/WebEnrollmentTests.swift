@@ -340,12 +340,54 @@ struct WebEnrollmentTests {
     }
 
     static func session(_ client: APIClient, _ passkey: SoftPasskey, origin: String = "http://localhost:8080",
-                        flags: UInt8 = 0x05) async throws -> (body: [String: String], answer: APIClient.Answer) {
+                        flags: UInt8 = 0x05, counter: UInt8 = 1) async throws -> (body: [String: String], answer: APIClient.Answer) {
         let options = try await client.call(.post, "/v1/web/session/options", origin: "http://localhost:8080")
         #expect(options.status == 200 && options.string("rp_id") == "localhost", "\(options.text)")
         let challenge = PushRules.base64URLDecode(options.string("challenge") ?? "") ?? []
-        let body = try passkey.assertion(challenge: challenge, origin: origin, flags: flags)
+        let body = try passkey.assertion(challenge: challenge, origin: origin, flags: flags, counter: counter)
         return (body, try await client.call(.post, "/v1/web/session", body))
+    }
+
+    @Test("web session: the assertion's signature counter is recorded once and must advance (a cloned passkey's is refused); 0, a passkey that keeps none, always passes", arguments: Backend.allCases)
+    func webSessionCounter(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
+        try await fixture.withClient { client in
+            let passkey = try SoftPasskey()
+            let device = try await Self.enroll(client, fixture, "alice", passkey)
+            let first = try await Self.session(client, passkey, counter: 5)
+            #expect(first.answer.status == 200, "\(first.answer.text)")
+            for stale: UInt8 in [5, 3] {
+                let cloned = try await Self.session(client, passkey, counter: stale)
+                #expect(cloned.answer.status == 401, "counter \(stale) after 5: \(cloned.answer.text)")
+            }
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect(audit.text.contains("signature counter did not advance"), "\(audit.text)")
+            let next = try await Self.session(client, passkey, counter: 6)
+            #expect(next.answer.status == 200, "\(next.answer.text)")
+            let session = try #require(next.answer.string("session"))
+            for _ in 1...2 {
+                let uncounted = try await Self.session(client, passkey, counter: 0)
+                #expect(uncounted.answer.status == 200, "\(uncounted.answer.text)")
+            }
+
+            // The session's counter is the device's: an approval signed at 6 is a replay.
+            let opened = try await PushAPITests.open(client, fixture, "alice")
+            let id = try #require(opened.string("id"), "\(opened.text)")
+            let listed = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: session)
+            let request = try #require((listed["requests"] as? [[String: Any]])?.first, "\(listed.text)")
+            func field(_ key: String) -> String { request[key] as? String ?? "" }
+            var approval: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(PushRules.statement(
+                id: id, user: "alice", host: field("host"), service: field("service"), remoteAddress: field("remote_address"), tty: field("tty"),
+                command: field("command"), nonce: field("nonce"), number: "492817", expires: Int64(request["expires"] as? Int ?? 0), device: device)),
+                counter: 6)
+            approval["credential_id"] = nil
+            approval["id"] = id
+            approval["decision"] = "approve"
+            approval["number"] = "492817"
+            let replayed = try await client.call(.post, "/v1/device/answer", approval, bearer: session)
+            #expect(replayed.string("state") == "failed" && replayed.string("reason") == "signature counter did not advance", "\(replayed.text)")
+        }
+        await fixture.cleanUp()
     }
 
     @Test("web session: an assertion over a single-use challenge gives sotp_w_; it reads and approves requests; the host gets FFFF#0002 with its origin", arguments: Backend.allCases)

@@ -156,6 +156,12 @@ extension LocalTokenService: WebDeviceService {
                     if case .refused(let refusal) = checked { try audit(row.id, row.user, "denied", refusal.code) }
                     return .failure(WebSessionRules.refused)
                 }
+                // A session's assertion moves the counter as an approval does (one transaction:
+                // exactly once); one that does not advance it is a cloned passkey's.
+                guard PushDecisions.counterAdvances(counter, stored: row.signCounter) else {
+                    try audit(row.id, row.user, "denied", PushDecisions.counterNotAdvancedDetail)
+                    return .failure(WebSessionRules.refused)
+                }
                 let expires = now + WebSessionRules.sessionLifetime
                 try db.prepare("INSERT INTO web_sessions (hash, kind, device, expires) VALUES (?, 'session', ?, ?)")
                     .bind(.blob(WebSessionRules.hash(Array(token.utf8))), .text(row.id), .integer(expires)).run()
