@@ -129,19 +129,15 @@ extension PostgresTokenService: WebDeviceService {
                 SELECT device, origin FROM web_devices WHERE credential_id = \(Self.bytea(parts.credentialID))
                 """, logger: self.logger).decode((String, String).self) { found = (device, origin) }
             let origin = found?.1 ?? ""
-            guard let deviceID = found?.0, let row = try await self.device(id: deviceID, connection), row.state == "active",
-                  row.aaid == WebEnrollmentRules.aaid else {
+            guard let deviceID = found?.0, let row = try await self.device(id: deviceID, connection), WebSessionRules.usable(row) else {
                 try await self.webAudit(action, found?.0 ?? "", "", "denied", "unknown passkey or device not active", address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }
-            let checked = ApprovalAssertion.verify(authenticatorData: parts.authenticatorData, clientDataJSON: parts.clientDataJSON,
-                                                   signature: parts.signature, publicKey: row.publicKey, expectedChallenge: parts.challenge,
-                                                   expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
-                                                   expectedRPID: WebSessionRules.rpID(origin: origin), requireUserVerification: true)
-            guard case .accepted(let counter, _) = checked else {
-                if case .refused(let refusal) = checked {
-                    try await self.webAudit(action, row.id, row.user, "denied", refusal.code, address: address, now: now, connection)
-                }
+            let counter: UInt32
+            switch WebSessionRules.check(parts, device: row, origin: origin) {
+            case .accepted(let advanced): counter = advanced
+            case .refused(let detail):
+                try await self.webAudit(action, row.id, row.user, "denied", detail, address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }
             // The counter moves forward in the statement that checks it (PushDecisions.counterAdvances),

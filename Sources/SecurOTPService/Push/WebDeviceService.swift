@@ -120,6 +120,33 @@ public enum WebSessionRules {
                      challenge: challenge)
     }
 
+    /// What a session's assertion decides, for both stores (they differ only in how they read
+    /// and write): the device must be an active web device; the assertion a `webauthn.get` at
+    /// the device's stored origin and its RP id, user verified, over the taken challenge; its
+    /// counter must advance (PushDecisions.counterAdvances; PostgreSQL also re-checks it in
+    /// the statement that stores it, across nodes).
+    public enum Check: Sendable, Equatable {
+        case accepted(counter: UInt32)
+        /// `audit`: the detail to audit the refusal with.
+        case refused(audit: String)
+    }
+
+    public static func usable(_ device: PushDeviceRow) -> Bool { device.state == "active" && device.aaid == WebEnrollmentRules.aaid }
+
+    public static func check(_ parts: Parts, device: PushDeviceRow, origin: String) -> Check {
+        let checked = ApprovalAssertion.verify(authenticatorData: parts.authenticatorData, clientDataJSON: parts.clientDataJSON,
+                                               signature: parts.signature, publicKey: device.publicKey, expectedChallenge: parts.challenge,
+                                               expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
+                                               expectedRPID: rpID(origin: origin), requireUserVerification: true)
+        switch checked {
+        case .accepted(let counter, _):
+            return PushDecisions.counterAdvances(counter, stored: device.signCounter) ? .accepted(counter: counter)
+                                                                                      : .refused(audit: PushDecisions.counterNotAdvancedDetail)
+        case .refused(let refusal):
+            return .refused(audit: refusal.code)
+        }
+    }
+
     /// The RP id of a stored origin: its host name (`https://otp.example.com:8443` → `otp.example.com`).
     public static func rpID(origin: String) -> String {
         (try? PublicURL.parse(origin).get().rpID) ?? ""

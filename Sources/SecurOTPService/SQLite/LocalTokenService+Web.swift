@@ -144,22 +144,16 @@ extension LocalTokenService: WebDeviceService {
                 let deviceID = lookup.text(0)
                 let origin = lookup.text(1)
                 lookup.reset()
-                guard let row = try push.device(id: deviceID), row.state == "active", row.aaid == WebEnrollmentRules.aaid else {
+                guard let row = try push.device(id: deviceID), WebSessionRules.usable(row) else {
                     try audit(deviceID, "", "denied", "device not active")
                     return .failure(WebSessionRules.refused)
                 }
-                let checked = ApprovalAssertion.verify(authenticatorData: parts.authenticatorData, clientDataJSON: parts.clientDataJSON,
-                                                       signature: parts.signature, publicKey: row.publicKey, expectedChallenge: parts.challenge,
-                                                       expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
-                                                       expectedRPID: WebSessionRules.rpID(origin: origin), requireUserVerification: true)
-                guard case .accepted(let counter, _) = checked else {
-                    if case .refused(let refusal) = checked { try audit(row.id, row.user, "denied", refusal.code) }
-                    return .failure(WebSessionRules.refused)
-                }
-                // A session's assertion moves the counter as an approval does (one transaction:
-                // exactly once); one that does not advance it is a cloned passkey's.
-                guard PushDecisions.counterAdvances(counter, stored: row.signCounter) else {
-                    try audit(row.id, row.user, "denied", PushDecisions.counterNotAdvancedDetail)
+                // One transaction: the counter checked here is the one stored below, exactly once.
+                let counter: UInt32
+                switch WebSessionRules.check(parts, device: row, origin: origin) {
+                case .accepted(let advanced): counter = advanced
+                case .refused(let detail):
+                    try audit(row.id, row.user, "denied", detail)
                     return .failure(WebSessionRules.refused)
                 }
                 let expires = now + WebSessionRules.sessionLifetime
