@@ -59,18 +59,12 @@ extension PostgresTokenService: WebDeviceService {
                              AND challenge_expires > \(now) FOR UPDATE)
                 UPDATE web_devices SET challenge = NULL FROM old WHERE device = \(device.id) RETURNING old.challenge
                 """, logger: self.logger).decode(ByteBuffer?.self) { challenge = Self.bytes(taken) }
-            guard !challenge.isEmpty else {
-                try await self.webAudit(action, device.id, device.user, "denied", "no enrollment challenge (or expired)", address: address, now: now, connection)
-                return .failure(WebEnrollmentRules.refused(.wrongChallenge))
-            }
             let credential: WebAuthnRegistration.Credential
-            switch WebAuthnRegistration.verify(clientDataJSON: parts.clientDataJSON, attestationObject: parts.attestationObject,
-                                               credentialID: parts.credentialID, expectedChallenge: challenge,
-                                               expectedOrigin: url.origin, expectedRPID: url.rpID) {
-            case .failure(let refusal):
-                try await self.webAudit(action, device.id, device.user, "denied", refusal.code, address: address, now: now, connection)
-                return .failure(WebEnrollmentRules.refused(refusal))
+            switch WebEnrollmentRules.check(parts, challenge: challenge, url: url) {
             case .success(let accepted): credential = accepted
+            case .failure(let refusal):
+                try await self.webAudit(action, device.id, device.user, "denied", refusal.audit, address: address, now: now, connection)
+                return .failure(refusal.error)
             }
             var holder: String?
             for try await (id) in try await connection.query("""

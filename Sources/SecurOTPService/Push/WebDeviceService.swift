@@ -196,6 +196,25 @@ public enum WebEnrollmentRules {
                          userId: PushRules.base64URLEncode(Array(device.utf8)), challenge: PushRules.base64URLEncode(challenge), expires: expires)
     }
 
+    /// A refused enrollment: what the page gets and what the audit log says.
+    public struct Refusal: Error, Sendable {
+        public var error: ServiceError
+        public var audit: String
+    }
+
+    /// What an enrollment decides once the store has taken the device's challenge (empty: none,
+    /// or expired), for both stores: the registration at public_url's origin and RP id over
+    /// that challenge, for the credential id sent.
+    public static func check(_ parts: Parts, challenge: [UInt8], url: PublicURL) -> Result<WebAuthnRegistration.Credential, Refusal> {
+        guard !challenge.isEmpty else { return .failure(Refusal(error: refused(.wrongChallenge), audit: "no enrollment challenge (or expired)")) }
+        switch WebAuthnRegistration.verify(clientDataJSON: parts.clientDataJSON, attestationObject: parts.attestationObject,
+                                           credentialID: parts.credentialID, expectedChallenge: challenge,
+                                           expectedOrigin: url.origin, expectedRPID: url.rpID) {
+        case .failure(let refusal): return .failure(Refusal(error: refused(refusal), audit: refusal.code))
+        case .success(let credential): return .success(credential)
+        }
+    }
+
     /// A registration whose credential id is already registered, for any user (WebAuthn: the
     /// RP refuses it; schema 9 makes the id unique). The code stays valid for another passkey.
     public static let credentialRegistered = ServiceError(.conflict, "this passkey is already registered (credential_registered); use another passkey, or ask your admin to remove the device it belongs to first (securotp device remove)")

@@ -60,19 +60,12 @@ extension LocalTokenService: WebDeviceService {
                 let challenge = try stored.step() ? stored.blob(0) : []
                 stored.reset()
                 try db.prepare("UPDATE web_devices SET challenge = NULL WHERE device = ?").bind(.text(device.id)).run()
-                guard !challenge.isEmpty else {
-                    try audit(device.id, device.user, "denied", "no enrollment challenge (or expired)")
-                    return .failure(WebEnrollmentRules.refused(.wrongChallenge))
-                }
-                let checked = WebAuthnRegistration.verify(clientDataJSON: parts.clientDataJSON, attestationObject: parts.attestationObject,
-                                                          credentialID: parts.credentialID, expectedChallenge: challenge,
-                                                          expectedOrigin: url.origin, expectedRPID: url.rpID)
                 let credential: WebAuthnRegistration.Credential
-                switch checked {
-                case .failure(let refusal):
-                    try audit(device.id, device.user, "denied", refusal.code)
-                    return .failure(WebEnrollmentRules.refused(refusal))
+                switch WebEnrollmentRules.check(parts, challenge: challenge, url: url) {
                 case .success(let accepted): credential = accepted
+                case .failure(let refusal):
+                    try audit(device.id, device.user, "denied", refusal.audit)
+                    return .failure(refusal.error)
                 }
                 let holder = try db.prepare("SELECT device FROM web_devices WHERE credential_id = ?")
                 defer { holder.reset() }
