@@ -88,9 +88,19 @@ struct WebEnrollmentTests {
             == "https://otp.example.com/app/#enroll=ABCD-EFGH-JKMN-PQRS")
         for bad in ["http://otp.example.com", "https://192.0.2.1", "http://127.0.0.1:8080", "ftp://otp.example.com", "https://otp.example.com/app",
                     "https://user@otp.example.com", "https://otp.example.com?x", "https://otp.example.com:0", "https://", "otp.example.com",
-                    "https://otp_example.com"] {
+                    "https://otp_example.com", "https://otp.example.com:08443", "https://otp.example.com:+443", "https://otp.example.com:65536",
+                    "https://-otp.example.com", "http://otp.localhost:8080"] {
             guard case .failure(let error) = PublicURL.parse(bad) else { Issue.record("accepted \(bad)"); continue }
             #expect(error.message.contains("public_url"))
+        }
+    }
+
+    @Test("One origin rule: every public_url the validator takes gives an origin the module's web_origin= and approvals take, with the same RP id")
+    func oneOriginRule() throws {
+        for text in ["https://otp.example.com", "HTTPS://Otp.Example.com/", "https://otp.example.com:443", "https://otp.example.com:8443",
+                     "http://localhost:8080", "http://localhost", "https://a-b.example"] {
+            let url = try PublicURL.parse(text).get()
+            #expect(ClientData.webRPID(origin: url.origin) == url.rpID, "\(text) → \(url.origin)")
         }
     }
 
