@@ -59,18 +59,12 @@ extension PostgresTokenService: WebDeviceService {
                              AND challenge_expires > \(now) FOR UPDATE)
                 UPDATE web_devices SET challenge = NULL FROM old WHERE device = \(device.id) RETURNING old.challenge
                 """, logger: self.logger).decode(ByteBuffer?.self) { challenge = Self.bytes(taken) }
-            guard !challenge.isEmpty else {
-                try await self.webAudit(action, device.id, device.user, "denied", "no enrollment challenge (or expired)", address: address, now: now, connection)
-                return .failure(WebEnrollmentRules.refused(.wrongChallenge))
-            }
             let credential: WebAuthnRegistration.Credential
-            switch WebAuthnRegistration.verify(clientDataJSON: parts.clientDataJSON, attestationObject: parts.attestationObject,
-                                               credentialID: parts.credentialID, expectedChallenge: challenge,
-                                               expectedOrigin: url.origin, expectedRPID: url.rpID) {
-            case .failure(let refusal):
-                try await self.webAudit(action, device.id, device.user, "denied", refusal.code, address: address, now: now, connection)
-                return .failure(WebEnrollmentRules.refused(refusal))
+            switch WebEnrollmentRules.check(parts, challenge: challenge, url: url) {
             case .success(let accepted): credential = accepted
+            case .failure(let refusal):
+                try await self.webAudit(action, device.id, device.user, "denied", refusal.audit, address: address, now: now, connection)
+                return .failure(refusal.error)
             }
             var holder: String?
             for try await (id) in try await connection.query("""
@@ -129,19 +123,15 @@ extension PostgresTokenService: WebDeviceService {
                 SELECT device, origin FROM web_devices WHERE credential_id = \(Self.bytea(parts.credentialID))
                 """, logger: self.logger).decode((String, String).self) { found = (device, origin) }
             let origin = found?.1 ?? ""
-            guard let deviceID = found?.0, let row = try await self.device(id: deviceID, connection), row.state == "active",
-                  row.aaid == WebEnrollmentRules.aaid else {
+            guard let deviceID = found?.0, let row = try await self.device(id: deviceID, connection), WebSessionRules.usable(row) else {
                 try await self.webAudit(action, found?.0 ?? "", "", "denied", "unknown passkey or device not active", address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }
-            let checked = ApprovalAssertion.verify(authenticatorData: parts.authenticatorData, clientDataJSON: parts.clientDataJSON,
-                                                   signature: parts.signature, publicKey: row.publicKey, expectedChallenge: parts.challenge,
-                                                   expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
-                                                   expectedRPID: WebSessionRules.rpID(origin: origin), requireUserVerification: true)
-            guard case .accepted(let counter, _) = checked else {
-                if case .refused(let refusal) = checked {
-                    try await self.webAudit(action, row.id, row.user, "denied", refusal.code, address: address, now: now, connection)
-                }
+            let counter: UInt32
+            switch WebSessionRules.check(parts, device: row, origin: origin) {
+            case .accepted(let advanced): counter = advanced
+            case .refused(let detail):
+                try await self.webAudit(action, row.id, row.user, "denied", detail, address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }
             // The counter moves forward in the statement that checks it (PushDecisions.counterAdvances),

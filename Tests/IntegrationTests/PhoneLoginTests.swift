@@ -19,7 +19,9 @@ struct PhoneLoginTests {
         #expect(registered["who"] as? String == "root" && (registered["error"] as? String ?? "").isEmpty, "\(registered)")
 
         try FileManager.default.createDirectory(atPath: Self.artifacts, withIntermediateDirectories: true)
+        // This run's own: CI keeps it (.ci/run), docs/push.md shows a copy (docs/img/phone-approve.png).
         let screenshot = Self.artifacts + "/phone.png"
+        try? FileManager.default.removeItem(atPath: screenshot)
         var approved: [String: Any] = [:]
         var shown: [[String: Any]] = []
         let login = try world.login { number in
@@ -34,7 +36,10 @@ struct PhoneLoginTests {
         for part in ["root", "web1", world.service, "203.0.113.7", "ssh"] { #expect(text.contains(part), "the request shows \(part): \(text)") }
         #expect(shown.count == 1 && (shown.first?["id"] as? String ?? "").hasPrefix("pr"), "\(shown)")
         #expect(PhoneWorld.pageErrors(approved).isEmpty, "\(approved)")
-        #expect(FileManager.default.fileExists(atPath: screenshot))
+        // Phone size: a PNG of 390×844 CSS pixels at device scale 2 (IHDR width and height).
+        let png = Array((FileManager.default.contents(atPath: screenshot) ?? Data()).prefix(24))
+        let size = png.count == 24 ? (png[16..<20].reduce(0) { $0 << 8 | Int($1) }, png[20..<24].reduce(0) { $0 << 8 | Int($1) }) : (0, 0)
+        #expect(png.starts(with: [0x89, 0x50, 0x4e, 0x47]) && size == (780, 1688), "\(screenshot): \(size)")
         print("phone page screenshot (390x844): \(screenshot)")
     }
 

@@ -67,7 +67,8 @@ struct WebApprovalTests {
         }
         #expect(ClientData.webRPID(origin: "https://otp.example.com:8443") == "otp.example.com")
         for bad in ["http://otp.example.com", "https://OTP.example.com", "https://otp.example.com/", "https://192.0.2.1", "https://", "otp.example.com",
-                    "https://otp.example.com:", "https://otp.example.com:08443", "https://a b"] {
+                    "https://otp.example.com:", "https://otp.example.com:08443", "https://a b", "https://-otp.example.com", "https://otp.example.com:65536",
+                    "http://otp.localhost:8080"] {
             #expect(ClientData.webRPID(origin: bad) == nil, "\(bad)")
         }
         var settings = Settings()

@@ -88,9 +88,19 @@ struct WebEnrollmentTests {
             == "https://otp.example.com/app/#enroll=ABCD-EFGH-JKMN-PQRS")
         for bad in ["http://otp.example.com", "https://192.0.2.1", "http://127.0.0.1:8080", "ftp://otp.example.com", "https://otp.example.com/app",
                     "https://user@otp.example.com", "https://otp.example.com?x", "https://otp.example.com:0", "https://", "otp.example.com",
-                    "https://otp_example.com"] {
+                    "https://otp_example.com", "https://otp.example.com:08443", "https://otp.example.com:+443", "https://otp.example.com:65536",
+                    "https://-otp.example.com", "http://otp.localhost:8080"] {
             guard case .failure(let error) = PublicURL.parse(bad) else { Issue.record("accepted \(bad)"); continue }
             #expect(error.message.contains("public_url"))
+        }
+    }
+
+    @Test("One origin rule: every public_url the validator takes gives an origin the module's web_origin= and approvals take, with the same RP id")
+    func oneOriginRule() throws {
+        for text in ["https://otp.example.com", "HTTPS://Otp.Example.com/", "https://otp.example.com:443", "https://otp.example.com:8443",
+                     "http://localhost:8080", "http://localhost", "https://a-b.example"] {
+            let url = try PublicURL.parse(text).get()
+            #expect(ClientData.webRPID(origin: url.origin) == url.rpID, "\(text) → \(url.origin)")
         }
     }
 
@@ -348,6 +358,22 @@ struct WebEnrollmentTests {
         return (body, try await client.call(.post, "/v1/web/session", body))
     }
 
+    /// The page's approval of `request` (as /v1/device/requests listed it): an assertion over
+    /// the statement's hash, with the request id, decision and number beside it.
+    static func approvalBody(_ passkey: SoftPasskey, request: [String: Any], device: String, number: String = "492817",
+                             origin: String = "http://localhost:8080", counter: UInt8) throws -> [String: Any] {
+        func field(_ key: String) -> String { request[key] as? String ?? "" }
+        let statement = PushRules.statement(id: field("id"), user: field("user"), host: field("host"), service: field("service"),
+                                            remoteAddress: field("remote_address"), tty: field("tty"), command: field("command"),
+                                            nonce: field("nonce"), number: number, expires: Int64(request["expires"] as? Int ?? 0), device: device)
+        var body: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(statement), origin: origin, counter: counter)
+        body["credential_id"] = nil
+        body["id"] = field("id")
+        body["decision"] = "approve"
+        body["number"] = number
+        return body
+    }
+
     @Test("web session: the assertion's signature counter is recorded once and must advance (a cloned passkey's is refused); 0, a passkey that keeps none, always passes", arguments: Backend.allCases)
     func webSessionCounter(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
@@ -372,18 +398,10 @@ struct WebEnrollmentTests {
 
             // The session's counter is the device's: an approval signed at 6 is a replay.
             let opened = try await PushAPITests.open(client, fixture, "alice")
-            let id = try #require(opened.string("id"), "\(opened.text)")
+            #expect(opened.status == 201, "\(opened.text)")
             let listed = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: session)
             let request = try #require((listed["requests"] as? [[String: Any]])?.first, "\(listed.text)")
-            func field(_ key: String) -> String { request[key] as? String ?? "" }
-            var approval: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(PushRules.statement(
-                id: id, user: "alice", host: field("host"), service: field("service"), remoteAddress: field("remote_address"), tty: field("tty"),
-                command: field("command"), nonce: field("nonce"), number: "492817", expires: Int64(request["expires"] as? Int ?? 0), device: device)),
-                counter: 6)
-            approval["credential_id"] = nil
-            approval["id"] = id
-            approval["decision"] = "approve"
-            approval["number"] = "492817"
+            let approval = try Self.approvalBody(passkey, request: request, device: device, counter: 6)
             let replayed = try await client.call(.post, "/v1/device/answer", approval, bearer: session)
             #expect(replayed.string("state") == "failed" && replayed.string("reason") == "signature counter did not advance", "\(replayed.text)")
         }
@@ -422,14 +440,7 @@ struct WebEnrollmentTests {
 
             // The page's approval: the statement's hash as the challenge of a webauthn.get.
             func field(_ key: String) -> String { request[key] as? String ?? "" }
-            let statement = PushRules.statement(id: field("id"), user: field("user"), host: field("host"), service: field("service"),
-                                                remoteAddress: field("remote_address"), tty: field("tty"), command: field("command"),
-                                                nonce: field("nonce"), number: "492817", expires: Int64(request["expires"] as? Int ?? 0), device: device)
-            var approval: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(statement), counter: 2)
-            approval["credential_id"] = nil
-            approval["id"] = field("id")
-            approval["decision"] = "approve"
-            approval["number"] = "492817"
+            let approval = try Self.approvalBody(passkey, request: request, device: device, counter: 2)
             let approved = try await client.call(.post, "/v1/device/answer", approval, bearer: session, origin: "http://localhost:8080")
             #expect(approved.string("state") == "approved", "\(approved.text)")
             let waited = try await client.call(.post, "/v1/push/wait", ["id": field("id"), "wait": 1], bearer: fixture.host)
@@ -442,14 +453,7 @@ struct WebEnrollmentTests {
             let secondID = try #require(second.string("id"))
             let pending = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: session)
             let next = try #require((pending["requests"] as? [[String: Any]])?.first { $0["id"] as? String == secondID })
-            var wrongOrigin: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(PushRules.statement(
-                id: secondID, user: "alice", host: "web1", service: "sshd", remoteAddress: "192.0.2.7", tty: "ssh", command: "",
-                nonce: PushAPITests.nonce, number: "492817", expires: Int64(next["expires"] as? Int ?? 0), device: device)),
-                origin: "http://localhost:9999", counter: 3)
-            wrongOrigin["credential_id"] = nil
-            wrongOrigin["id"] = secondID
-            wrongOrigin["decision"] = "approve"
-            wrongOrigin["number"] = "492817"
+            let wrongOrigin = try Self.approvalBody(passkey, request: next, device: device, origin: "http://localhost:9999", counter: 3)
             let refused = try await client.call(.post, "/v1/device/answer", wrongOrigin, bearer: session)
             #expect(refused.string("state") == "failed" && refused.string("reason") == "wrong_origin", "\(refused.text)")
         }

@@ -11,34 +11,9 @@ public enum ClientData {
     /// Browser passkeys' assertions (issue 16).
     public static let webAuthnGetType = "webauthn.get"
 
-    /// The RP id of a phone's passkey (`FFFF#0002`) from the origin it signed at: the host name
-    /// of `https://HOST[:PORT]` (or `http://localhost[:PORT]`, for tests). Lowercase host name
-    /// characters only, at most 255 bytes; nil for anything else (docs/push.md).
-    public static func webRPID(origin: String) -> String? {
-        let bytes = Array(origin.utf8)
-        guard bytes.count <= 255 else { return nil }
-        let https = Array("https://".utf8), http = Array("http://".utf8)
-        let secure: Bool
-        var index: Int
-        if bytes.starts(with: https) { secure = true; index = https.count } else if bytes.starts(with: http) { secure = false; index = http.count } else {
-            return nil
-        }
-        var host: [UInt8] = []
-        while index < bytes.count, bytes[index] != 0x3a {
-            let byte = bytes[index]
-            guard (byte >= 0x61 && byte <= 0x7a) || (byte >= 0x30 && byte <= 0x39) || byte == 0x2d || byte == 0x2e else { return nil }
-            host.append(byte)
-            index += 1
-        }
-        if index < bytes.count {
-            let port = bytes[(index + 1)...]
-            guard !port.isEmpty, port.count <= 5, port.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), port.first != 0x30 else { return nil }
-        }
-        guard !host.isEmpty, host.first != 0x2e, host.last != 0x2e, !host.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2e }),
-              let text = String(validating: host, as: UTF8.self) else { return nil }
-        guard secure || text == "localhost" else { return nil }
-        return text
-    }
+    /// The RP id of a phone's passkey (`FFFF#0002`) from the origin it signed at: its host
+    /// name (WebOrigin, the one rule for these origins); nil for anything else (docs/push.md).
+    public static func webRPID(origin: String) -> String? { WebOrigin.parse(origin)?.host }
 
     /// `{"type":…,"challenge":"<base64url(challenge)>","origin":…}`, keys in this order.
     /// `type` and `origin` are ours (no characters needing escapes); the challenge is base64url.

@@ -16,35 +16,29 @@ public struct PublicURL: Sendable, Equatable, CustomStringConvertible {
         func fail(_ why: String) -> Result<PublicURL, ServiceError> {
             .failure(ServiceError(.config, "public_url: \(why) (got \(TerminalText.quoted(text))); e.g. https://otp.example.com"))
         }
-        guard text.utf8.count <= 255 else { return fail("longer than 255 bytes") }
-        let lower = text.lowercased()
-        let scheme: String
-        if lower.hasPrefix("https://") { scheme = "https" } else if lower.hasPrefix("http://") { scheme = "http" } else {
-            return fail("expected https://HOST[:PORT]")
+        // Lenient where a person writes it (case, a trailing '/'), then the one rule (WebOrigin).
+        var lower = Substring(text.lowercased())
+        if lower.hasSuffix("/") { lower = lower.dropLast() }
+        if let scheme = ["https://", "http://"].first(where: { lower.hasPrefix($0) }) {
+            let rest = lower.dropFirst(scheme.count)
+            guard !rest.contains("/"), !rest.contains("?"), !rest.contains("#"), !rest.contains("@") else {
+                return fail("expected only scheme://HOST[:PORT], no path, query or user")
+            }
         }
-        var rest = Substring(lower.dropFirst(scheme.count + 3))
-        if rest.hasSuffix("/") { rest = rest.dropLast() }
-        guard !rest.contains("/"), !rest.contains("?"), !rest.contains("#"), !rest.contains("@") else {
-            return fail("expected only scheme://HOST[:PORT], no path, query or user")
+        let parsed: WebOrigin
+        switch WebOrigin.check(String(lower)) {
+        case .success(let origin): parsed = origin
+        case .failure(.tooLong): return fail("longer than 255 bytes")
+        case .failure(.scheme): return fail("expected https://HOST[:PORT]")
+        case .failure(.port): return fail("bad port (1-65535)")
+        case .failure(.hostName): return fail("expected a host name (letters, digits, '-', '.'); an IP address is not a passkey RP id")
+        case .failure(.ipAddress): return fail("an IP address is not a valid passkey RP id; use a host name (http://localhost:PORT for tests)")
+        case .failure(.plainHTTP): return fail("plain http only for localhost (tests); use https")
         }
-        var host = rest
-        var port: Int?
-        if let colon = rest.lastIndex(of: ":"), !rest.hasPrefix("[") {
-            host = rest[..<colon]
-            guard let number = Int(rest[rest.index(after: colon)...]), (1...65535).contains(number) else { return fail("bad port") }
-            port = number
-        }
-        guard !host.isEmpty, host.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d || $0 == 0x2e }),
-              !host.hasPrefix("."), !host.hasSuffix("."), !host.hasPrefix("-")
-        else { return fail("expected a host name (letters, digits, '-', '.'); an IP address is not a passkey RP id") }
-        let loopback = host == "localhost" || host.hasSuffix(".localhost")
-        let isAddress = host.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2e }
-        if isAddress { return fail("an IP address is not a valid passkey RP id; use a host name (http://localhost:PORT for tests)") }
-        if scheme == "http", !loopback { return fail("plain http only for localhost (tests); use https") }
-        let defaultPort = scheme == "https" ? 443 : 80
-        let shownPort = port.flatMap { $0 == defaultPort ? nil : $0 }
-        let origin = scheme + "://" + host + (shownPort.map { ":\($0)" } ?? "")
-        return .success(PublicURL(origin: origin, rpID: String(host)))
+        let defaultPort = parsed.secure ? 443 : 80
+        let shownPort = parsed.port.flatMap { $0 == defaultPort ? nil : $0 }
+        let origin = (parsed.secure ? "https://" : "http://") + parsed.host + (shownPort.map { ":\($0)" } ?? "")
+        return .success(PublicURL(origin: origin, rpID: parsed.host))
     }
 
     public var description: String { origin }

@@ -120,6 +120,33 @@ public enum WebSessionRules {
                      challenge: challenge)
     }
 
+    /// What a session's assertion decides, for both stores (they differ only in how they read
+    /// and write): the device must be an active web device; the assertion a `webauthn.get` at
+    /// the device's stored origin and its RP id, user verified, over the taken challenge; its
+    /// counter must advance (PushDecisions.counterAdvances; PostgreSQL also re-checks it in
+    /// the statement that stores it, across nodes).
+    public enum Check: Sendable, Equatable {
+        case accepted(counter: UInt32)
+        /// `audit`: the detail to audit the refusal with.
+        case refused(audit: String)
+    }
+
+    public static func usable(_ device: PushDeviceRow) -> Bool { device.state == "active" && device.aaid == WebEnrollmentRules.aaid }
+
+    public static func check(_ parts: Parts, device: PushDeviceRow, origin: String) -> Check {
+        let checked = ApprovalAssertion.verify(authenticatorData: parts.authenticatorData, clientDataJSON: parts.clientDataJSON,
+                                               signature: parts.signature, publicKey: device.publicKey, expectedChallenge: parts.challenge,
+                                               expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
+                                               expectedRPID: rpID(origin: origin), requireUserVerification: true)
+        switch checked {
+        case .accepted(let counter, _):
+            return PushDecisions.counterAdvances(counter, stored: device.signCounter) ? .accepted(counter: counter)
+                                                                                      : .refused(audit: PushDecisions.counterNotAdvancedDetail)
+        case .refused(let refusal):
+            return .refused(audit: refusal.code)
+        }
+    }
+
     /// The RP id of a stored origin: its host name (`https://otp.example.com:8443` → `otp.example.com`).
     public static func rpID(origin: String) -> String {
         (try? PublicURL.parse(origin).get().rpID) ?? ""
@@ -167,6 +194,25 @@ public enum WebEnrollmentRules {
     public static func options(device: String, user: String, url: PublicURL, challenge: [UInt8], expires: Int64) -> WebEnrollOptions {
         WebEnrollOptions(device: device, user: user, validator: url.rpID, rpId: url.rpID,
                          userId: PushRules.base64URLEncode(Array(device.utf8)), challenge: PushRules.base64URLEncode(challenge), expires: expires)
+    }
+
+    /// A refused enrollment: what the page gets and what the audit log says.
+    public struct Refusal: Error, Sendable {
+        public var error: ServiceError
+        public var audit: String
+    }
+
+    /// What an enrollment decides once the store has taken the device's challenge (empty: none,
+    /// or expired), for both stores: the registration at public_url's origin and RP id over
+    /// that challenge, for the credential id sent.
+    public static func check(_ parts: Parts, challenge: [UInt8], url: PublicURL) -> Result<WebAuthnRegistration.Credential, Refusal> {
+        guard !challenge.isEmpty else { return .failure(Refusal(error: refused(.wrongChallenge), audit: "no enrollment challenge (or expired)")) }
+        switch WebAuthnRegistration.verify(clientDataJSON: parts.clientDataJSON, attestationObject: parts.attestationObject,
+                                           credentialID: parts.credentialID, expectedChallenge: challenge,
+                                           expectedOrigin: url.origin, expectedRPID: url.rpID) {
+        case .failure(let refusal): return .failure(Refusal(error: refused(refusal), audit: refusal.code))
+        case .success(let credential): return .success(credential)
+        }
     }
 
     /// A registration whose credential id is already registered, for any user (WebAuthn: the

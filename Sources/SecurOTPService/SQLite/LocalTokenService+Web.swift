@@ -60,19 +60,12 @@ extension LocalTokenService: WebDeviceService {
                 let challenge = try stored.step() ? stored.blob(0) : []
                 stored.reset()
                 try db.prepare("UPDATE web_devices SET challenge = NULL WHERE device = ?").bind(.text(device.id)).run()
-                guard !challenge.isEmpty else {
-                    try audit(device.id, device.user, "denied", "no enrollment challenge (or expired)")
-                    return .failure(WebEnrollmentRules.refused(.wrongChallenge))
-                }
-                let checked = WebAuthnRegistration.verify(clientDataJSON: parts.clientDataJSON, attestationObject: parts.attestationObject,
-                                                          credentialID: parts.credentialID, expectedChallenge: challenge,
-                                                          expectedOrigin: url.origin, expectedRPID: url.rpID)
                 let credential: WebAuthnRegistration.Credential
-                switch checked {
-                case .failure(let refusal):
-                    try audit(device.id, device.user, "denied", refusal.code)
-                    return .failure(WebEnrollmentRules.refused(refusal))
+                switch WebEnrollmentRules.check(parts, challenge: challenge, url: url) {
                 case .success(let accepted): credential = accepted
+                case .failure(let refusal):
+                    try audit(device.id, device.user, "denied", refusal.audit)
+                    return .failure(refusal.error)
                 }
                 let holder = try db.prepare("SELECT device FROM web_devices WHERE credential_id = ?")
                 defer { holder.reset() }
@@ -144,22 +137,16 @@ extension LocalTokenService: WebDeviceService {
                 let deviceID = lookup.text(0)
                 let origin = lookup.text(1)
                 lookup.reset()
-                guard let row = try push.device(id: deviceID), row.state == "active", row.aaid == WebEnrollmentRules.aaid else {
+                guard let row = try push.device(id: deviceID), WebSessionRules.usable(row) else {
                     try audit(deviceID, "", "denied", "device not active")
                     return .failure(WebSessionRules.refused)
                 }
-                let checked = ApprovalAssertion.verify(authenticatorData: parts.authenticatorData, clientDataJSON: parts.clientDataJSON,
-                                                       signature: parts.signature, publicKey: row.publicKey, expectedChallenge: parts.challenge,
-                                                       expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
-                                                       expectedRPID: WebSessionRules.rpID(origin: origin), requireUserVerification: true)
-                guard case .accepted(let counter, _) = checked else {
-                    if case .refused(let refusal) = checked { try audit(row.id, row.user, "denied", refusal.code) }
-                    return .failure(WebSessionRules.refused)
-                }
-                // A session's assertion moves the counter as an approval does (one transaction:
-                // exactly once); one that does not advance it is a cloned passkey's.
-                guard PushDecisions.counterAdvances(counter, stored: row.signCounter) else {
-                    try audit(row.id, row.user, "denied", PushDecisions.counterNotAdvancedDetail)
+                // One transaction: the counter checked here is the one stored below, exactly once.
+                let counter: UInt32
+                switch WebSessionRules.check(parts, device: row, origin: origin) {
+                case .accepted(let advanced): counter = advanced
+                case .refused(let detail):
+                    try audit(row.id, row.user, "denied", detail)
                     return .failure(WebSessionRules.refused)
                 }
                 let expires = now + WebSessionRules.sessionLifetime
