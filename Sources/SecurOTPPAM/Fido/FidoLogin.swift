@@ -117,9 +117,12 @@ enum FidoLogin {
         var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
         let up = Int32(credential.presence ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_FALSE)
         let uv = Int32(credential.verification ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT)
-        let result = withRequest(credential, origin: origin) { request in
-            securotp_fido_assert(path, request, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, &assertion, &errorText)
-        }
+        let result = credential.resident
+            ? residentAssertion(credential, origin: origin, path: path, clientDataHash: clientDataHash, up: up, uv: uv, pin: pin,
+                                into: &assertion, error: &errorText)
+            : withRequest(credential, origin: origin) { request in
+                securotp_fido_assert(path, request, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, &assertion, &errorText)
+            }
         let shownKey = "credential \(credential.serial) of \(login.shownUser)"
         guard result == Int32(SECUROTP_FIDO_OK) else {
             switch Int(result) {
@@ -233,7 +236,7 @@ enum FidoLogin {
             session.log(LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
         }
         var credentials: [FidoCredential] = []
-        for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.keyHandle == credential.keyHandle }) {
+        for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.isSameCredential(as: credential) }) {
             var fromFile = credential
             fromFile.serial = "\(path):\(line.number)#\(index + 1)"
             fromFile.source = mappingFileSource
@@ -242,8 +245,8 @@ enum FidoLogin {
         return credentials
     }
 
-    /// The C request for one credential, valid inside `body`.
-    private static func withRequest(_ credential: FidoCredential, origin: String,
+    /// The C request for one credential (no ID for a resident one), valid inside `body`.
+    static func withRequest(_ credential: FidoCredential, origin: String,
                                     _ body: (UnsafePointer<securotp_fido_credentials>) -> Int32) -> Int32 {
         credential.keyHandle.withUnsafeBufferPointer { handle in
             var id: UnsafePointer<UInt8>? = handle.baseAddress
@@ -252,7 +255,7 @@ enum FidoLogin {
                 withUnsafePointer(to: &id) { ids in
                     withUnsafePointer(to: &length) { lengths in
                         var request = securotp_fido_credentials(rp_id: rpID, credential_ids: ids, credential_id_lengths: lengths,
-                                                                credential_count: 1)
+                                                                credential_count: credential.resident ? 0 : 1)
                         return withUnsafePointer(to: &request) { body($0) }
                     }
                 }

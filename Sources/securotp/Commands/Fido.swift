@@ -36,6 +36,7 @@ enum FidoOutput {
             ("type", .string(credential.type.rawValue)),
             ("origin", .string(credential.origin)),
             ("attributes", .string(credential.attributes)),
+            ("resident", .bool(credential.resident)),
             ("counter", .number(Int64(credential.counter))),
             ("state", .string(credential.cloned ? "cloned" : "active")),
             ("source", .string(credential.source)),
@@ -54,16 +55,18 @@ struct FidoEnroll: ContextCommand {
         Examples:
           securotp fido enroll alice
           securotp fido enroll bob --pin --format json
+          securotp fido enroll carol --type rs256 --resident
         """
     )
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The Unix user who will log in with the key.", transform: CommandContext.canonical) var user: String
-    @Option(help: "es256 (default) or eddsa (Ed25519).") var type: String = "es256"
+    @Option(help: "es256 (default), eddsa (Ed25519) or rs256 (RSA-2048, PKCS#1 v1.5).") var type: String = "es256"
     @Option(help: "The RP ID (default: pam://HOSTNAME).") var origin: String?
     @Flag(help: "Ask the key's PIN now and at every login (+pin).") var pin = false
     @Flag(help: "Ask the key to verify the user (built-in UV) at every login (+verification).") var uv = false
     @Flag(name: .customLong("no-presence"), help: "Do not require a touch at login (pam_u2f's -P).") var noPresence = false
+    @Flag(help: "Make a resident (discoverable) credential, kept on the key (pamu2fcfg -r; key handle * in the line).") var resident = false
     @Option(help: "text or json.") var format: OutputFormat = .text
 
     // The work is synchronous and kept out of the async run(in:): inside it, this body crashes
@@ -73,56 +76,22 @@ struct FidoEnroll: ContextCommand {
     @inline(never)
     private func enroll(in context: CommandContext) throws {
         try Store.validate(user: user)
-        guard let keyType = FidoCredential.KeyType(rawValue: type), keyType != .rs256 else {
-            throw CLIError.usage("--type \(TerminalText.quoted(type)): es256 or eddsa (rs256 credentials are not verified by this version)")
-        }
-        let coseAlgorithm: Int32 = keyType == .eddsa ? -8 : -7
+        var enrollment = FidoKeyEnrollment(user: user, origin: "")
+        enrollment.type = try FidoKeyEnrollment.keyType(type)
         var fido = context.settings.fido
         if let origin {
             guard FidoSettings.validOrigin(origin) else { throw CLIError.usage("--origin \(TerminalText.quoted(origin)) is not a usable RP ID") }
             fido.origin = origin
         }
         let rpID = fido.effectiveOrigin
+        enrollment.origin = rpID
+        enrollment.presence = !noPresence
+        enrollment.verification = uv
+        enrollment.resident = resident
         let store = try context.openFidoStore()
-        let pinText = pin ? try context.secretLine("PIN of the security key: ", "PIN") : nil
-        guard let challenge = SecretBytes.random(count: 32), let userID = SecretBytes.random(count: 32) else {
-            throw CLIError(message: "no randomness available", exitCode: 71)
-        }
-        var made = securotp_fido_credential()
-        var error = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
-        let pinString = pinText.map { String(decoding: $0, as: UTF8.self) }
-        let result = challenge.withUnsafeBytes { cdh in
-            userID.withUnsafeBytes { id in
-                rpID.withCString { rp in
-                    user.withCString { name in
-                        withOptionalCString(pinString) { pinPointer in
-                            var request = securotp_fido_credential_request(
-                                rp_id: rp, user_name: name, user_id: id.baseAddress, user_id_length: id.count,
-                                client_data_hash: cdh.baseAddress, cose_algorithm: coseAlgorithm, resident: 0,
-                                uv: Int32(uv ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT), pin: pinPointer)
-                            return securotp_fido_make_credential(&request, 60_000, &made, &error)
-                        }
-                    }
-                }
-            }
-        }
-        let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        switch Int(result) {
-        case Int(SECUROTP_FIDO_OK): break
-        case Int(SECUROTP_FIDO_PIN_REQUIRED):
-            throw CLIError(message: "the security key has a PIN: run again with --pin (\(message))", exitCode: 65)
-        case Int(SECUROTP_FIDO_DENIED):
-            throw CLIError(message: "the security key was not touched; nothing enrolled (\(message))", exitCode: 65)
-        case Int(SECUROTP_FIDO_UNAVAILABLE), Int(SECUROTP_FIDO_NO_DEVICE):
-            throw CLIError(message: "\(message); attach a security key (libfido2-1 must be installed)", exitCode: 69)
-        default:
-            throw CLIError(message: "security key: \(message)", exitCode: 65)
-        }
-        let handleLength = made.credential_id_length, keyLength = made.public_key_length
-        let handle = withUnsafeBytes(of: &made.credential_id) { Array($0.prefix(min(handleLength, $0.count))) }
-        let key = withUnsafeBytes(of: &made.public_key) { Array($0.prefix(min(keyLength, $0.count))) }
-        let credential = FidoCredential(keyHandle: handle, publicKey: key, type: keyType, presence: !noPresence, verification: uv,
-                                        pin: pin, origin: rpID)
+        enrollment.pin = pin ? try context.secretLine("PIN of the security key: ", "PIN") : nil
+        defer { wipe(&enrollment.pin) }
+        let credential = try enrollment.make()
         let added = try store.addFido([credential], user: user, source: "enroll", maxTokens: context.settings.maxTokens,
                                       now: context.now())
         switch format {
@@ -217,9 +186,4 @@ enum FidoImport {
                                       now: context.now())
         report(added, user: user, from: "the pam_u2f line", format: format, context: context)
     }
-}
-
-private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-    guard let text else { return body(nil) }
-    return text.withCString { body($0) }
 }
