@@ -5,15 +5,16 @@ import SecurOTPEngine
 /// Resident (discoverable) credentials, pamu2fcfg -r's `*` key handle (docs/fido.md): the login
 /// names no credential, so the key answers with every credential it holds for the origin —
 /// another user's too, when several share the key. The one whose signature verifies with this
-/// credential's public key is the user's; FidoLogin then checks it in full as any other.
-extension FidoLogin {
-    static func residentAssertion(_ credential: FidoCredential, origin: String, path: [CChar], clientDataHash: [UInt8], up: Int32,
+/// credential's public key is the user's; it is then checked in full as any other (FidoLogin,
+/// or the validator in remote mode).
+extension FidoTouch {
+    static func residentAssertion(_ credential: FidoCredential, path: [CChar], clientDataHash: [UInt8], up: Int32,
                                   uv: Int32, pin: UnsafeMutablePointer<CChar>?, into chosen: inout securotp_fido_assertion,
                                   error: inout [CChar]) -> Int32 {
         var answers = [securotp_fido_assertion](repeating: securotp_fido_assertion(), count: Int(SECUROTP_FIDO_MAX_RESIDENT))
         var count = 0
         let capacity = answers.count
-        let result = origin.withCString { rpID in
+        let result = credential.origin.withCString { rpID in
             answers.withUnsafeMutableBufferPointer { buffer in
                 securotp_fido_assert_resident(path, rpID, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, buffer.baseAddress,
                                               capacity, &count, &error)
