@@ -223,3 +223,39 @@ struct FidoEdDSATests {
         #expect(es384.status == 64 && es384.stderr.contains("es256, eddsa or rs256"), "\(es384)")
     }
 }
+
+@Suite("FIDO: securotp import --all, a whole pam_u2f mapping file", .serialized)
+struct FidoImportAllTests {
+    @Test("--all imports every user's last line in one transaction; a broken line or a credential already held imports nothing")
+    func importAll() throws {
+        let box = try Sandbox()
+        let key = SoftKey(box)
+        let root = try #require(try key.pamu2fcfg("root").lines.first { $0.hasPrefix("root:") })
+        let older = try #require(try key.pamu2fcfg("daemon").lines.first { $0.hasPrefix("daemon:") })
+        let daemon = try #require(try key.pamu2fcfg("daemon", ["-r", "-t", "rs256"]).lines.first { $0.hasPrefix("daemon:") })
+        let file = box.path("u2f_mappings")
+        try box.write("# site-wide\n\(root)\n\(older)\n\n\(daemon)\n", to: file, mode: 0o644)
+
+        let broken = box.path("broken_mappings")
+        try box.write("\(root)\nbin:AAAA,AAAA,es256,+presence\n", to: broken, mode: 0o644)
+        let refused = try box.cli(["import", "--all", broken])
+        #expect(refused.status == 65 && refused.stderr.contains(broken + ":2: credential 1: "), "\(refused)")
+        #expect(try box.cli(["fido", "export", "root"]).status != 0, "nothing imported: \(refused)")
+
+        let imported = try box.cli(["import", "--all", file, "--format", "json"])
+        try #require(imported.status == 0, "\(imported)")
+        let credentials = try #require(try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])
+        #expect(credentials.map { $0["user"] as? String } == ["root", "daemon"], "daemon's last line only: \(imported)")
+        #expect(credentials.last?["type"] as? String == "rs256" && credentials.last?["resident"] as? Bool == true)
+        #expect(try box.cli(["fido", "export", "daemon"]).stdout.hasPrefix("daemon:*,"))
+        #expect(try key.login(box, try box.service("all"), "root").status == PAM.success)
+
+        // root's credential is there now: the whole second run adds nothing, bin's included.
+        try box.write("bin:\(older.dropFirst("daemon:".count))\n\(root)\n", to: broken, mode: 0o644)
+        let again = try box.cli(["import", "--all", broken])
+        #expect(again.status != 0 && again.stderr.contains("already has this FIDO credential"), "\(again)")
+        #expect(try box.cli(["fido", "export", "bin"]).status != 0, "all or nothing")
+        let mixed = try box.cli(["import", "root", file, "--all", file])
+        #expect(mixed.status == 64, "\(mixed)")
+    }
+}

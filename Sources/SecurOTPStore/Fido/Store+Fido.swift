@@ -51,6 +51,19 @@ extension Store {
         }
     }
 
+    /// `securotp import --all`: every user's credentials in one transaction, all or none (a
+    /// duplicate or a limit for one user adds nothing for anyone). In the order given.
+    public func addFido(byUser credentials: [(user: String, credentials: [FidoCredential])], source: String, maxTokens: Int,
+                        now: Int64) throws(StoreError) -> [(user: String, credentials: [FidoCredential])] {
+        try db.immediateTransaction { () throws(StoreError) -> [(user: String, credentials: [FidoCredential])] in
+            var added: [(user: String, credentials: [FidoCredential])] = []
+            for (user, list) in credentials {
+                added.append((user, try addFido(list, user: user, source: source, maxTokens: maxTokens, now: now)))
+            }
+            return added
+        }
+    }
+
     private func freshFidoSerial() throws(StoreError) -> String {
         for _ in 0..<16 {
             guard let serial = TokenSerial.random() else { throw StoreError(.system, "no randomness available") }

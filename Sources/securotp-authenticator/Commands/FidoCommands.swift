@@ -12,6 +12,7 @@ struct FidoCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fido",
         abstract: "FIDO2/U2F security keys: register one attached to this machine for your login.",
+        discussion: "Example: securotp-authenticator fido register --origin pam://bastion.example.com",
         subcommands: [FidoRegister.self]
     )
 }

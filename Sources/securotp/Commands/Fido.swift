@@ -1,8 +1,8 @@
 import ArgumentParser
-import CFido2
 import Foundation
 import SecurOTPCommandLine
 import SecurOTPCore
+import SecurOTPService
 import SecurOTPStore
 
 /// `securotp fido enroll|export`: FIDO2/U2F security keys in the local store (docs/fido.md).
@@ -163,6 +163,58 @@ enum FidoImport {
         let added = try store.addFido(line.credentials, user: user, source: "mapping-file", maxTokens: context.settings.maxTokens,
                                       now: context.now())
         report(added, user: user, from: "\(shownPath):\(line.number)", format: format, context: context)
+    }
+
+    /// `securotp import --all FILE`: every user's line of a pam_u2f mapping file (the last one
+    /// per user, as pam_u2f reads it), in one store transaction: a line that does not parse, a
+    /// user name the store refuses, a credential a user already has or a token limit stops the
+    /// whole import, naming the file and line; nothing is imported then.
+    static func runAll(mappingFile path: String, format: OutputFormat, context: CommandContext) throws {
+        let bytes = try ImportInput.source(path)
+        let shownPath = TerminalText.escaped(path)
+        guard looksLikeMappingFile(bytes) else {
+            throw CLIError(message: "\(shownPath) is not a pam_u2f mapping file (user:KH,PK,type,attributes per line); nothing imported", exitCode: 65)
+        }
+        let fido = context.settings.fido
+        let text = String(decoding: bytes, as: UTF8.self)
+        var last: [String: U2FMappingFile.Line] = [:]
+        var order: [String] = []
+        for line in U2FMappingFile.lines(text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) {
+            guard !line.user.isEmpty else {
+                throw CLIError(message: "\(shownPath):\(line.number): \(line.problems.first ?? "not user:KH,PK,type,attributes"); nothing imported", exitCode: 65)
+            }
+            if last[line.user] == nil { order.append(line.user) }
+            last[line.user] = line
+        }
+        var byUser: [(user: String, credentials: [FidoCredential])] = []
+        for user in order {
+            guard let line = last[user] else { continue }
+            if let problem = line.problems.first {
+                throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
+            }
+            do {
+                try Store.validate(user: user)
+            } catch {
+                throw CLIError(message: "\(shownPath):\(line.number): \(error.message); nothing imported", exitCode: 65)
+            }
+            byUser.append((user, line.credentials))
+        }
+        let store = try context.openFidoStore()
+        let added: [(user: String, credentials: [FidoCredential])]
+        do {
+            added = try store.addFido(byUser: byUser, source: "mapping-file", maxTokens: context.settings.maxTokens, now: context.now())
+        } catch {
+            throw CLIError(message: "\(shownPath): \(error.message); nothing imported", exitCode: ServiceError(error).exitCode)
+        }
+        switch format {
+        case .json:
+            context.print(JSONValue.array(added.flatMap { entry in entry.credentials.map { FidoOutput.json($0, user: entry.user) } }).rendered)
+        case .text:
+            for entry in added {
+                report(entry.credentials, user: entry.user, from: "\(shownPath):\(last[entry.user]?.number ?? 0)", format: .text, context: context)
+            }
+            context.print("Imported the FIDO credentials of \(added.count) user\(added.count == 1 ? "" : "s") from \(shownPath).")
+        }
     }
 
     private static func report(_ added: [FidoCredential], user: String, from: String, format: OutputFormat, context: CommandContext) {
