@@ -20,6 +20,9 @@
  *   SOFTFIDO_ATTESTATION=self   packed self attestation instead of basic attestation with x5c.
  *   SOFTFIDO_DEBUG=1            one line per command on stderr.
  *
+ * getAssertion without an allow list answers with every resident credential for the RP,
+ * newest first (numberOfCredentials, then getNextAssertion), as a real key does.
+ *
  * Credentials: ES256, EdDSA and RS256. A credential ID is 'S' | algorithm | nonce[16] | tag[16];
  * the private key is HMAC-SHA-256(master, "key" | algorithm | nonce | rpIdHash) and the tag the
  * first 16 bytes of HMAC-SHA-256(master, "tag" | ...), so an ID works only for its own RP on its
@@ -60,7 +63,7 @@ enum { HID_PING = 0x01, HID_MSG = 0x03, HID_INIT = 0x06, HID_WINK = 0x08, HID_CB
 enum { CAP_WINK = 0x01, CAP_CBOR = 0x04, CAP_NMSG = 0x08 };
 
 /* CTAP2 commands and status codes. */
-enum { CMD_MAKE_CREDENTIAL = 0x01, CMD_GET_ASSERTION = 0x02, CMD_GET_INFO = 0x04, CMD_CLIENT_PIN = 0x06 };
+enum { CMD_MAKE_CREDENTIAL = 0x01, CMD_GET_ASSERTION = 0x02, CMD_GET_INFO = 0x04, CMD_CLIENT_PIN = 0x06, CMD_GET_NEXT_ASSERTION = 0x08 };
 enum {
     ST_OK = 0x00,
     ST_INVALID_COMMAND = 0x01,
@@ -73,6 +76,7 @@ enum {
     ST_KEY_STORE_FULL = 0x28,
     ST_UNSUPPORTED_OPTION = 0x2B,
     ST_NO_CREDENTIALS = 0x2E,
+    ST_NOT_ALLOWED = 0x30,
     ST_PIN_INVALID = 0x31,
     ST_PIN_BLOCKED = 0x32,
     ST_PIN_AUTH_INVALID = 0x33,
@@ -1081,6 +1085,59 @@ static int make_credential(struct in *in, struct out *o, struct state *s, bool *
     return ST_OK;
 }
 
+/* A discovery (no allow list) that matched several resident credentials: the rest, newest
+ * first, for getNextAssertion, which must come next (any other command forgets them). */
+static struct {
+    int remaining[MAX_RESIDENT];
+    int count, next, total;
+    unsigned char rp_hash[32], cdh[32];
+    bool presence, verified;
+} pending;
+
+/* Signs rpIdHash | flags | counter | cdh with the credential and writes the response map: the
+ * user for a resident credential, numberOfCredentials when `total` > 1 (the first answer). */
+static int assertion_reply(struct out *o, struct state *s, bool *dirty, EVP_PKEY *key, int algorithm, const unsigned char *id,
+                           const struct resident *resident, const unsigned char rp_hash[32], const unsigned char cdh[32],
+                           bool presence, bool verified, int total) {
+    s->counter++;
+    *dirty = true;
+    unsigned char auth[37];
+    memcpy(auth, rp_hash, 32);
+    auth[32] = (unsigned char)((presence ? FLAG_UP : 0) | (verified ? FLAG_UV : 0));
+    for (int b = 0; b < 4; b++) auth[33 + b] = (unsigned char)(s->counter >> (24 - 8 * b));
+    unsigned char signature[512];
+    size_t signature_length = sizeof signature;
+    if (!sign(key, algorithm == ALG_EDDSA, auth, sizeof auth, cdh, 32, signature, &signature_length)) return ST_OTHER;
+    w_map(o, 3 + (resident != NULL ? 1 : 0) + (total > 1 ? 1 : 0));
+    w_int(o, 1), w_map(o, 2);
+    w_text(o, "id"), w_bytes(o, id, CRED_ID_LEN);
+    w_text(o, "type"), w_text(o, "public-key");
+    w_int(o, 2), w_bytes(o, auth, sizeof auth);
+    w_int(o, 3), w_bytes(o, signature, signature_length);
+    if (resident != NULL) {
+        w_int(o, 4), w_map(o, 2);
+        w_text(o, "id"), w_bytes(o, resident->user_id, resident->user_id_length);
+        w_text(o, "name"), w_text(o, resident->user_name);
+    }
+    if (total > 1) w_int(o, 5), w_int(o, total);
+    return ST_OK;
+}
+
+static int get_next_assertion(struct out *o, struct state *s, bool *dirty) {
+    if (pending.next >= pending.count) return ST_NOT_ALLOWED;
+    int r = pending.remaining[pending.next++];
+    if (r < 0 || r >= s->resident_count) return ST_OTHER;
+    const struct resident *resident = &s->resident[r];
+    int algorithm = 0;
+    EVP_PKEY *key = credential_key(s, resident->credential_id, CRED_ID_LEN, pending.rp_hash, &algorithm);
+    if (key == NULL) return ST_OTHER;
+    int status = assertion_reply(o, s, dirty, key, algorithm, resident->credential_id, resident, pending.rp_hash, pending.cdh,
+                                 pending.presence, pending.verified, 1);
+    EVP_PKEY_free(key);
+    DEBUG("getNextAssertion %d of %d counter=%u", pending.next + 1, pending.total, s->counter);
+    return status;
+}
+
 static int get_assertion(struct in *in, struct out *o, struct state *s, bool *dirty) {
     uint64_t entries;
     if (!r_container(in, 5, &entries)) return ST_INVALID_CBOR;
@@ -1160,12 +1217,18 @@ static int get_assertion(struct in *in, struct out *o, struct state *s, bool *di
             }
         }
     } else {
-        for (int r = s->resident_count - 1; r >= 0 && key == NULL; r--) {
+        /* Every resident credential for the RP, newest first: the first answers now, the
+         * others wait for getNextAssertion (numberOfCredentials says how many in all). */
+        for (int r = s->resident_count - 1; r >= 0; r--) {
             if (memcmp(s->resident[r].rp_hash, rp_hash, 32) != 0) continue;
-            key = credential_key(s, s->resident[r].credential_id, CRED_ID_LEN, rp_hash, &algorithm);
-            if (key != NULL) {
-                memcpy(id, s->resident[r].credential_id, CRED_ID_LEN);
-                resident = &s->resident[r];
+            if (key == NULL) {
+                key = credential_key(s, s->resident[r].credential_id, CRED_ID_LEN, rp_hash, &algorithm);
+                if (key != NULL) {
+                    memcpy(id, s->resident[r].credential_id, CRED_ID_LEN);
+                    resident = &s->resident[r];
+                }
+            } else if (pending.count < MAX_RESIDENT) {
+                pending.remaining[pending.count++] = r;
             }
         }
     }
@@ -1176,35 +1239,21 @@ static int get_assertion(struct in *in, struct out *o, struct state *s, bool *di
     bool presence = up != 0;
     if (presence && touch_refused()) {
         EVP_PKEY_free(key);
+        pending.count = 0;
         DEBUG("getAssertion rp=%s: touch refused", rp_id);
         return ST_OPERATION_DENIED;
     }
 
-    s->counter++;
-    *dirty = true;
-    unsigned char auth[37];
-    memcpy(auth, rp_hash, 32);
-    auth[32] = (unsigned char)((presence ? FLAG_UP : 0) | (verified ? FLAG_UV : 0));
-    for (int b = 0; b < 4; b++) auth[33 + b] = (unsigned char)(s->counter >> (24 - 8 * b));
-    unsigned char signature[512];
-    size_t signature_length = sizeof signature;
-    bool ok = sign(key, algorithm == ALG_EDDSA, auth, sizeof auth, cdh, 32, signature, &signature_length);
+    pending.total = pending.count + 1;
+    memcpy(pending.rp_hash, rp_hash, 32);
+    memcpy(pending.cdh, cdh, 32);
+    pending.presence = presence;
+    pending.verified = verified;
+    int replied = assertion_reply(o, s, dirty, key, algorithm, id, resident, rp_hash, cdh, presence, verified, pending.total);
     EVP_PKEY_free(key);
-    if (!ok) return ST_OTHER;
-
-    w_map(o, resident != NULL ? 4 : 3);
-    w_int(o, 1), w_map(o, 2);
-    w_text(o, "id"), w_bytes(o, id, CRED_ID_LEN);
-    w_text(o, "type"), w_text(o, "public-key");
-    w_int(o, 2), w_bytes(o, auth, sizeof auth);
-    w_int(o, 3), w_bytes(o, signature, signature_length);
-    if (resident != NULL) {
-        w_int(o, 4), w_map(o, 2);
-        w_text(o, "id"), w_bytes(o, resident->user_id, resident->user_id_length);
-        w_text(o, "name"), w_text(o, resident->user_name);
-    }
-    DEBUG("getAssertion rp=%s up=%d uv=%d counter=%u", rp_id, presence, verified, s->counter);
-    return ST_OK;
+    if (replied != ST_OK) pending.count = 0;
+    DEBUG("getAssertion rp=%s up=%d uv=%d counter=%u credentials=%d", rp_id, presence, verified, s->counter, pending.total);
+    return replied;
 }
 
 /* One CTAP2 request (command byte + CBOR) into one reply (status byte + CBOR). */
@@ -1232,9 +1281,12 @@ static void ctap2(const unsigned char *request, size_t length, struct out *reply
     }
     bool dirty = false;
     int status;
+    /* Credentials left for getNextAssertion are forgotten by any other command. */
+    if (command != CMD_GET_NEXT_ASSERTION) pending.count = pending.next = pending.total = 0;
     switch (command) {
     case CMD_MAKE_CREDENTIAL: status = make_credential(&in, reply, s, &dirty); break;
     case CMD_GET_ASSERTION: status = get_assertion(&in, reply, s, &dirty); break;
+    case CMD_GET_NEXT_ASSERTION: status = get_next_assertion(reply, s, &dirty); break;
     case CMD_CLIENT_PIN: status = client_pin(&in, reply, s, &dirty); break;
     default: status = ST_INVALID_COMMAND;
     }
