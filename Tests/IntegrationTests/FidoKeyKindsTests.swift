@@ -153,5 +153,7 @@ struct FidoRegisterTests {
         #expect(refused.status == 65 && refused.stdout.isEmpty && refused.stderr.contains("not touched"), "\(refused)")
         let badType = try key.run(authenticator, ["fido", "register", "--type", "es384"])
         #expect(badType.status == 64, "\(badType)")
+        let badUser = try key.run(authenticator, ["fido", "register", "--user", "no body"])
+        #expect(badUser.status == 64 && badUser.stderr.contains("--user"), "\(badUser)")
     }
 }

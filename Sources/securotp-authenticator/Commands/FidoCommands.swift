@@ -41,7 +41,11 @@ struct FidoRegister: ParsableCommand {
 
     func run() throws {
         let name = try user ?? Self.loginName()
-        try Store.validate(user: name)
+        do {
+            try Store.validate(user: name)
+        } catch {
+            throw CLIError.usage("--user: \(error.message)")
+        }
         var settings = FidoSettings()
         if let origin {
             guard FidoSettings.validOrigin(origin) else { throw CLIError.usage("--origin \(TerminalText.quoted(origin)) is not a usable RP ID") }
