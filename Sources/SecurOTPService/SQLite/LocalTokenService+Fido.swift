@@ -1,0 +1,64 @@
+import SecurOTPCore
+import SecurOTPStore
+
+/// Remote mode's security keys on the SQLite store (docs/fido.md, "Remote mode"): the
+/// decisions are FidoDecisions'; here the rows are read and written, in one transaction per call.
+extension LocalTokenService {
+    /// Preflight's additions: whether the user has an active FIDO credential, and the user's
+    /// methods when a policy or `methods=` sets them. Group policies are the host's to resolve
+    /// (group names are the host's NSS'): the validator applies the user's own policy and `methods=`.
+    static func addFidoAndMethods(_ response: inout PreflightResponse, store: Store, user: String, global: LoginMethods?) throws(StoreError) {
+        if try store.fidoCredentials(user: user).contains(where: { !$0.cloned }) { response.fido = true }
+        let methods = try store.loginMethods(user: user, groups: { [] }, global: global)
+        if let methods, !methods.explicit { return }
+        response.methods = methods.map { $0.order.map(\.rawValue) } ?? []
+    }
+
+    public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
+        let user = try RequestRules.user(request.user)
+        guard !request.origin.isEmpty, request.origin.utf8.count <= 255, (request.appid?.utf8.count ?? 0) <= 255 else {
+            throw ServiceError(.invalidInput, "origin must be 1 to 255 characters, appid at most 255")
+        }
+        return try await run { (store, tables) throws(StoreError) in
+            let now = Self.now()
+            let locked = try store.userState(user).isLocked(at: now)
+            let (pending, response) = try FidoDecisions.offer(user: user, host: caller.name, credentials: try store.fidoCredentials(user: user),
+                                                              origin: request.origin, appID: request.appid, locked: locked, now: now)
+            if let pending { try tables.insert(pending) }
+            return response
+        }
+    }
+
+    public func fidoVerify(_ request: FidoVerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
+        let assertion = try FidoDecisions.Assertion(request)
+        let policy = settings.policy
+        return try await run { (store, tables) throws(StoreError) in
+            try store.database.immediateTransaction { () throws(StoreError) -> VerifyResponse in
+                let now = Self.now()
+                let user = assertion.user
+                let challenge = try tables.take(id: assertion.id, user: user, host: caller.name, now: now)
+                let credential = try store.fidoCredentials(user: user).first { $0.serial == assertion.serial }
+                let locked = try store.userState(user).isLocked(at: now)
+                var verdict = FidoDecisions.decide(assertion, challenge: challenge, credential: credential, locked: locked)
+                switch verdict.write {
+                case .none: break
+                case .markCloned(let serial): try store.markFidoCloned(user: user, serial: serial)
+                case .counter(let serial, let from, let to):
+                    if try !store.acceptFidoCounter(user: user, serial: serial, from: from, to: to, now: now) {
+                        verdict = FidoDecisions.lostRace(assertion)
+                    }
+                }
+                var response = verdict.response
+                if verdict.countsFailure {
+                    let (failures, lockedNow) = try store.recordFidoFailure(user: user, policy: policy, now: now)
+                    response = FidoDecisions.counted(response, failures: failures, lockedNow: lockedNow)
+                } else if response.result == .accept {
+                    try store.clearFidoFailures(user: user, now: now)
+                }
+                try tables.append(AuditEntry(caller, "fido verify", user: user, serial: assertion.serial, result: response.result.rawValue,
+                                             detail: verdict.detail, time: now))
+                return response
+            }
+        }
+    }
+}
