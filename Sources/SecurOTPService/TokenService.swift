@@ -20,6 +20,9 @@ public protocol TokenService: Sendable {
     /// docs/fido.md, "Remote mode": a security-key challenge for the user, and its assertion.
     func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse
     func fidoVerify(_ request: FidoVerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse
+    /// A user's FIDO credentials, added (all or none) and listed (`securotp import`, `fido enroll`, `fido export`).
+    func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList
+    func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList
 
     // MARK: tokens
 
@@ -69,6 +72,14 @@ extension TokenService {
     }
 
     public func fidoVerify(_ request: FidoVerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
+
+    public func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
+
+    public func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
         throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
     }
 }

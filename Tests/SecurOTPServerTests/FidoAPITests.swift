@@ -162,4 +162,29 @@ struct FidoAPITests {
             #expect((locked["credentials"] as? [Any])?.isEmpty == true, "\(locked.text)")
         }
     }
+
+    @Test("Admins keep and list FIDO credentials (securotp --server import and fido export); hosts may not")
+    func adminRoutes() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let key = try TestKey()
+        try await fixture.withClient { client in
+            let body: [String: Any] = ["credentials": [["credential": key.credential.u2fField, "origin": TestKey.origin]], "source": "pamu2fcfg"]
+            let byHost = try await client.call(.post, "/v1/users/root/fido", body, bearer: fixture.host)
+            #expect(byHost.status == 403, "\(byHost.text)")
+            let added = try await client.call(.post, "/v1/users/root/fido", body, bearer: fixture.admin)
+            #expect(added.status == 201, "\(added.text)")
+            let again = try await client.call(.post, "/v1/users/root/fido", body, bearer: fixture.admin)
+            #expect(again.status == 400, "the same key handle twice: \(again.text)")
+            let bad = try await client.call(.post, "/v1/users/root/fido", ["credentials": [["credential": "x,y,es256,", "origin": TestKey.origin]],
+                                                                          "source": "pamu2fcfg"], bearer: fixture.admin)
+            #expect(bad.status == 400, "\(bad.text)")
+
+            let listed = try await client.call(.get, "/v1/users/root/fido", bearer: fixture.admin)
+            let credentials = try #require(listed["credentials"] as? [[String: Any]], "\(listed.text)")
+            #expect(credentials.count == 1 && credentials.first?["credential"] as? String == key.credential.u2fField, "\(listed.text)")
+            #expect(credentials.first?["state"] as? String == "active" && credentials.first?["origin"] as? String == TestKey.origin)
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
+            #expect(preflight["fido"] as? Bool == true, "\(preflight.text)")
+        }
+    }
 }

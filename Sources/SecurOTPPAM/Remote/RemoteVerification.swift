@@ -103,7 +103,13 @@ struct RemoteVerification: PasscodeCheck {
                     case .declined:
                         guard methods.explicit else { return .finish(PAM_AUTH_ERR) }
                         session.log(LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
-                    case .unavailable, .notEnrolled: break
+                    case .unavailable:
+                        // As in local mode: without a key, only a user with a code to give goes on.
+                        guard preflight.hasTokens || preflight.push else {
+                            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) has only security keys and none can be used; denying")
+                            return .finish(PAM_AUTH_ERR)
+                        }
+                    case .notEnrolled: break
                     }
                 case .push: pushAllowed = true
                 case .otp:

@@ -1,3 +1,5 @@
+import SecurOTPStore
+
 /// The FIDO part of the host API (docs/fido.md, "Remote mode"): the validator keeps a user's
 /// security-key credentials and counters, issues the challenge and checks the assertion the
 /// host's key made; the host only asks for the touch.
@@ -64,4 +66,70 @@ public struct FidoVerifyRequest: Codable, Sendable, Equatable {
         self.signature = signature
         self.declined = declined
     }
+}
+
+/// `POST /v1/users/{user}/fido` (admin): credentials to keep for the user, all or none —
+/// pamu2fcfg's fields (`KH,PK,type,attributes`), each with the RP ID it was made for.
+public struct FidoAddRequest: Codable, Sendable, Equatable {
+    public struct Item: Codable, Sendable, Equatable {
+        /// `KH,PK,type,attributes` (standard base64, as pamu2fcfg prints it).
+        public var credential: String
+        public var origin: String
+
+        public init(credential: String, origin: String) {
+            self.credential = credential
+            self.origin = origin
+        }
+    }
+
+    public var credentials: [Item]
+    /// enroll, pamu2fcfg or mapping-file.
+    public var source: String
+
+    public init(credentials: [Item], source: String) {
+        self.credentials = credentials
+        self.source = source
+    }
+}
+
+/// One kept credential (`GET /v1/users/{user}/fido`).
+public struct FidoCredentialInfo: Codable, Sendable, Equatable {
+    public var serial: String
+    public var credential: String
+    public var origin: String
+    public var counter: Int64
+    /// active or cloned.
+    public var state: String
+    public var created: Int64
+    public var lastUsed: Int64
+    public var source: String
+
+    public init(_ credential: FidoCredential) {
+        serial = credential.serial
+        self.credential = credential.u2fField
+        origin = credential.origin
+        counter = Int64(credential.counter)
+        state = credential.cloned ? "cloned" : "active"
+        created = credential.created
+        lastUsed = credential.lastUsed
+        source = credential.source
+    }
+
+    /// The credential again (nil when the field does not parse).
+    public var parsed: FidoCredential? {
+        guard var value = FidoCredential.parse(field: Substring(credential), origin: origin).credential else { return nil }
+        value.serial = serial
+        value.counter = UInt32(clamping: counter)
+        value.cloned = state != "active"
+        value.created = created
+        value.lastUsed = lastUsed
+        value.source = source
+        return value
+    }
+}
+
+public struct FidoCredentialList: Codable, Sendable, Equatable {
+    public var credentials: [FidoCredentialInfo]
+
+    public init(credentials: [FidoCredentialInfo]) { self.credentials = credentials }
 }

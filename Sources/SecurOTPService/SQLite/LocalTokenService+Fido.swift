@@ -62,3 +62,38 @@ extension LocalTokenService {
         }
     }
 }
+
+extension LocalTokenService {
+    public func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
+        let user = try RequestRules.user(user)
+        guard ["enroll", "pamu2fcfg", "mapping-file"].contains(request.source) else {
+            throw ServiceError(.invalidInput, "source must be enroll, pamu2fcfg or mapping-file")
+        }
+        guard !request.credentials.isEmpty, request.credentials.count <= FidoDecisions.maxOffered else {
+            throw ServiceError(.invalidInput, "1 to \(FidoDecisions.maxOffered) credentials at a time")
+        }
+        var credentials: [FidoCredential] = []
+        for (index, item) in request.credentials.enumerated() {
+            guard !item.origin.isEmpty, item.origin.utf8.count <= 255 else { throw ServiceError(.invalidInput, "credential \(index + 1): origin must be 1 to 255 characters") }
+            let (credential, problem) = FidoCredential.parse(field: Substring(item.credential), origin: item.origin)
+            guard let credential else { throw ServiceError(.invalidInput, "credential \(index + 1): \(problem)") }
+            credentials.append(credential)
+        }
+        let maxTokens = settings.maxTokens
+        return try await run { (store, tables) throws(StoreError) in
+            let now = Self.now()
+            let added = try store.addFido(credentials, user: user, source: request.source, maxTokens: maxTokens, now: now)
+            for credential in added {
+                try tables.append(AuditEntry(caller, "fido add", user: user, serial: credential.serial, result: "ok", detail: request.source, time: now))
+            }
+            return FidoCredentialList(credentials: added.map(FidoCredentialInfo.init))
+        }
+    }
+
+    public func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
+        let user = try RequestRules.user(user)
+        return try await run { (store, _) throws(StoreError) in
+            FidoCredentialList(credentials: try store.fidoCredentials(user: user).map(FidoCredentialInfo.init))
+        }
+    }
+}
