@@ -5,7 +5,7 @@ import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
 
-/// `securotp fido enroll|export`: FIDO2/U2F security keys in the local store (docs/fido.md).
+/// `securotp fido enroll|export`: FIDO2/U2F security keys in the local store or a validator's (docs/fido.md).
 struct FidoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fido",
@@ -17,13 +17,34 @@ struct FidoCommand: AsyncParsableCommand {
     )
 }
 
-/// FIDO credentials live in the local SQLite store only.
+/// FIDO credentials are kept in the local SQLite store, or a validator's (`--server`,
+/// docs/fido.md "Remote mode"); PostgreSQL does not keep them yet.
 extension CommandContext {
     func openFidoStore() throws -> Store {
         guard case .local = target else {
-            throw CLIError(message: "FIDO credentials are kept in the local store only; run this on the host without --server or --database", exitCode: 64)
+            throw CLIError(message: "FIDO credentials are not kept in PostgreSQL yet; run this with --server URL or on the validator with --state-dir", exitCode: 64)
         }
         return try Store.open(settings.paths, .create)
+    }
+
+    /// Checks where the credentials go before a key is asked for anything.
+    func checkFidoTarget() throws {
+        if case .postgres = target { _ = try openFidoStore() }
+    }
+
+    func addFido(_ credentials: [FidoCredential], user: String, source: String) async throws -> [FidoCredential] {
+        guard isRemote else {
+            return try openFidoStore().addFido(credentials, user: user, source: source, maxTokens: settings.maxTokens, now: now())
+        }
+        let request = FidoAddRequest(credentials: credentials.map { FidoAddRequest.Item(credential: $0.u2fField, origin: $0.origin) }, source: source)
+        let added = try await withService { service in try await service.addFido(user: user, request, caller: caller) }
+        return added.credentials.compactMap(\.parsed)
+    }
+
+    func fidoCredentials(user: String) async throws -> [FidoCredential] {
+        guard isRemote else { return try openFidoStore().fidoCredentials(user: user) }
+        let list = try await withService { service in try await service.fidoCredentials(user: user, caller: caller) }
+        return list.credentials.compactMap(\.parsed)
     }
 }
 
@@ -71,10 +92,21 @@ struct FidoEnroll: ContextCommand {
 
     // The work is synchronous and kept out of the async run(in:): inside it, this body crashes
     // the release compiler's coroutine splitting (Swift 6.3.1, signal 11 in CoroSplit).
-    func run(in context: CommandContext) async throws { try enroll(in: context) }
+    func run(in context: CommandContext) async throws {
+        try context.checkFidoTarget()
+        let credential = try makeCredential(in: context)
+        let added = try await context.addFido([credential], user: user, source: "enroll")
+        switch format {
+        case .json: context.print(FidoOutput.json(added[0], user: user).rendered)
+        case .text:
+            context.print("Enrolled FIDO credential \(added[0].serial) for \(user) (\(credential.type.rawValue), origin \(credential.origin)).")
+            context.print("pam_u2f line: \(FidoCredential.u2fLine(user: user, added))")
+        }
+    }
 
+    /// The credential the attached key makes (and whose attestation was checked).
     @inline(never)
-    private func enroll(in context: CommandContext) throws {
+    private func makeCredential(in context: CommandContext) throws -> FidoCredential {
         try Store.validate(user: user)
         var enrollment = FidoKeyEnrollment(user: user, origin: "")
         enrollment.type = try FidoKeyEnrollment.keyType(type)
@@ -88,18 +120,9 @@ struct FidoEnroll: ContextCommand {
         enrollment.presence = !noPresence
         enrollment.verification = uv
         enrollment.resident = resident
-        let store = try context.openFidoStore()
         enrollment.pin = pin ? try context.secretLine("PIN of the security key: ", "PIN") : nil
         defer { wipe(&enrollment.pin) }
-        let credential = try enrollment.make()
-        let added = try store.addFido([credential], user: user, source: "enroll", maxTokens: context.settings.maxTokens,
-                                      now: context.now())
-        switch format {
-        case .json: context.print(FidoOutput.json(added[0], user: user).rendered)
-        case .text:
-            context.print("Enrolled FIDO credential \(added[0].serial) for \(user) (\(credential.type.rawValue), origin \(rpID)).")
-            context.print("pam_u2f line: \(FidoCredential.u2fLine(user: user, added))")
-        }
+        return try enrollment.make()
     }
 }
 
@@ -116,8 +139,7 @@ struct FidoExport: ContextCommand {
 
     func run(in context: CommandContext) async throws {
         try Store.validate(user: user)
-        let store = try context.openFidoStore()
-        let credentials = try store.fidoCredentials(user: user)
+        let credentials = try await context.fidoCredentials(user: user)
         switch format {
         case .json: context.print(JSONValue.array(credentials.map { FidoOutput.json($0, user: user) }).rendered)
         case .text:
@@ -149,7 +171,7 @@ enum FidoImport {
     /// `securotp import USER FILE` with a pam_u2f mapping file: USER's line (the last one, as
     /// pam_u2f reads it), all its credentials or none; a credential that cannot be imported
     /// (resident, malformed) stops the import with the file, line and what to do.
-    static func run(user: String, mappingFile bytes: [UInt8], path: String, format: OutputFormat, context: CommandContext) throws {
+    static func run(user: String, mappingFile bytes: [UInt8], path: String, format: OutputFormat, context: CommandContext) async throws {
         let fido = context.settings.fido
         let text = String(decoding: bytes, as: UTF8.self)
         let shownPath = TerminalText.escaped(path)
@@ -159,9 +181,7 @@ enum FidoImport {
         if let problem = line.problems.first {
             throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
         }
-        let store = try context.openFidoStore()
-        let added = try store.addFido(line.credentials, user: user, source: "mapping-file", maxTokens: context.settings.maxTokens,
-                                      now: context.now())
+        let added = try await context.addFido(line.credentials, user: user, source: "mapping-file")
         report(added, user: user, from: "\(shownPath):\(line.number)", format: format, context: context)
     }
 
@@ -199,6 +219,10 @@ enum FidoImport {
             }
             byUser.append((user, line.credentials))
         }
+        // One transaction for every user needs the store itself, not a validator's API.
+        guard !context.isRemote else {
+            throw CLIError(message: "--all imports into this host's store only (one transaction for every user); with --server, import each user: securotp import USER \(shownPath)", exitCode: 64)
+        }
         let store = try context.openFidoStore()
         let added: [(user: String, credentials: [FidoCredential])]
         do {
@@ -226,16 +250,14 @@ enum FidoImport {
         }
     }
 
-    static func run(user: String, line: String, format: OutputFormat, context: CommandContext) throws {
+    static func run(user: String, line: String, format: OutputFormat, context: CommandContext) async throws {
         let origin = context.settings.fido.effectiveOrigin
         let parsed = FidoCredential.parse(line: line, origin: origin, appID: context.settings.fido.effectiveAppID)
         guard parsed.problem.isEmpty else { throw CLIError(message: "pam_u2f line: \(parsed.problem)", exitCode: 65) }
         guard parsed.user.isEmpty || parsed.user == user else {
             throw CLIError(message: "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)", exitCode: 65)
         }
-        let store = try context.openFidoStore()
-        let added = try store.addFido(parsed.credentials, user: user, source: "pamu2fcfg", maxTokens: context.settings.maxTokens,
-                                      now: context.now())
+        let added = try await context.addFido(parsed.credentials, user: user, source: "pamu2fcfg")
         report(added, user: user, from: "the pam_u2f line", format: format, context: context)
     }
 }

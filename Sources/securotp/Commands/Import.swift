@@ -55,11 +55,11 @@ struct Import: ContextCommand {
         guard let user, let source else { throw CLIError.usage("give USER and SOURCE") }
         try Store.validate(user: user)
         if FidoImport.looksLikeU2FLine(source) { // pamu2fcfg's output (Fido.swift)
-            return try FidoImport.run(user: user, line: source, format: format, context: context)
+            return try await FidoImport.run(user: user, line: source, format: format, context: context)
         }
         let input = try ImportInput.source(source)
         if FidoImport.looksLikeMappingFile(input) { // a pam_u2f mapping file (Fido.swift)
-            return try FidoImport.run(user: user, mappingFile: input, path: source, format: format, context: context)
+            return try await FidoImport.run(user: user, mappingFile: input, path: source, format: format, context: context)
         }
         let password = try options.readPassword().map { String(decoding: $0, as: UTF8.self) }
         let keyHex = try options.readTransportKey().map { key in key.withUnsafeBytes { Hex.encode($0) } }
