@@ -68,9 +68,10 @@ let package = Package(
         .target(name: "COpenSSLImport", linkerSettings: [.linkedLibrary("crypto")]),
         .target(name: "SecurOTPImport", dependencies: ["SecurOTPCore", "SecurOTPSecurID", "COpenSSL", "COpenSSLImport"]),
         // What both command-line tools share: one-line errors, secret input from the terminal,
-        // text tables, reading an import's source, password and transport key.
+        // text tables, reading an import's source, password and transport key, making a FIDO
+        // credential on an attached key (libfido2, dlopened by CFido2).
         .target(name: "SecurOTPCommandLine", dependencies: [
-            "SecurOTPCore", "SecurOTPImport",
+            "SecurOTPCore", "SecurOTPImport", "SecurOTPEngine", "CFido2",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // QR code encoder and renderers (terminal half blocks, PNG). Used by the CLI only.

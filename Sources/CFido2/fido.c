@@ -203,10 +203,6 @@ static void close_device(fido_dev_t *device) {
 int securotp_fido_find(const securotp_fido_credentials *credentials, char path[256], char *error) {
     if (!securotp_fido_load(error)) return SECUROTP_FIDO_UNAVAILABLE;
     path[0] = 0;
-    if (credentials->credential_count == 0) {
-        fail(error, "no credential to look for", FIDO_OK);
-        return SECUROTP_FIDO_NO_DEVICE;
-    }
     fido_dev_info_t *list = fido.dev_info_new(SECUROTP_FIDO_MAX_DEVICES);
     size_t found = 0;
     int r = list == NULL ? FIDO_ERR_INTERNAL : fido.dev_info_manifest(list, SECUROTP_FIDO_MAX_DEVICES, &found);
@@ -240,6 +236,31 @@ int securotp_fido_find(const securotp_fido_credentials *credentials, char path[2
     return result;
 }
 
+/* Assertion `i`'s authenticator data (libfido2 keeps it CBOR-wrapped, a byte string: unwrapped
+   here) and signature into `out`; 0 (error set) when malformed or too long. */
+static int copy_assertion(const fido_assert_t *assertion, size_t i, securotp_fido_assertion *out, char *error) {
+    const uint8_t *wrapped = fido.assert_authdata_ptr(assertion, i);
+    size_t wrapped_length = fido.assert_authdata_len(assertion, i);
+    size_t header = 0, length = 0;
+    if (wrapped != NULL && wrapped_length >= 2 && wrapped[0] == 0x58) {
+        header = 2, length = wrapped[1];
+    } else if (wrapped != NULL && wrapped_length >= 3 && wrapped[0] == 0x59) {
+        header = 3, length = (size_t)wrapped[1] << 8 | wrapped[2];
+    }
+    const uint8_t *signature = fido.assert_sig_ptr(assertion, i);
+    size_t signature_length = fido.assert_sig_len(assertion, i);
+    if (header == 0 || header + length != wrapped_length || length > sizeof out->authenticator_data || signature == NULL ||
+        signature_length == 0 || signature_length > sizeof out->signature) {
+        fail(error, "the security key's assertion is malformed", FIDO_OK);
+        return 0;
+    }
+    memcpy(out->authenticator_data, wrapped + header, length);
+    out->authenticator_data_length = length;
+    memcpy(out->signature, signature, signature_length);
+    out->signature_length = signature_length;
+    return 1;
+}
+
 int securotp_fido_assert(const char *path, const securotp_fido_credentials *credentials, const uint8_t client_data_hash[32],
                          int up, int uv, const char *pin, int timeout_ms, securotp_fido_assertion *out, char *error) {
     if (!securotp_fido_load(error)) return SECUROTP_FIDO_UNAVAILABLE;
@@ -267,24 +288,9 @@ int securotp_fido_assert(const char *path, const securotp_fido_credentials *cred
         fail(error, "the security key gave more than one assertion", FIDO_OK);
         goto done;
     }
-    /* libfido2 keeps the authenticator data CBOR-wrapped (a byte string): unwrap it. */
-    const uint8_t *wrapped = fido.assert_authdata_ptr(assertion, 0);
-    size_t wrapped_length = fido.assert_authdata_len(assertion, 0);
-    size_t header = 0, length = 0;
-    if (wrapped != NULL && wrapped_length >= 2 && wrapped[0] == 0x58) {
-        header = 2, length = wrapped[1];
-    } else if (wrapped != NULL && wrapped_length >= 3 && wrapped[0] == 0x59) {
-        header = 3, length = (size_t)wrapped[1] << 8 | wrapped[2];
-    }
-    const uint8_t *signature = fido.assert_sig_ptr(assertion, 0);
-    size_t signature_length = fido.assert_sig_len(assertion, 0);
+    if (!copy_assertion(assertion, 0, out, error)) goto done;
     const uint8_t *id = fido.assert_id_ptr(assertion, 0);
     size_t id_length = fido.assert_id_len(assertion, 0);
-    if (header == 0 || header + length != wrapped_length || length > sizeof out->authenticator_data || signature == NULL ||
-        signature_length == 0 || signature_length > sizeof out->signature) {
-        fail(error, "the security key's assertion is malformed", FIDO_OK);
-        goto done;
-    }
     /* Which credential answered: the ID it names, or the only one asked for. */
     size_t index = credentials->credential_count;
     for (size_t i = 0; i < credentials->credential_count; i++)
@@ -292,16 +298,57 @@ int securotp_fido_assert(const char *path, const securotp_fido_credentials *cred
             index = i;
     if (index == credentials->credential_count && (id == NULL || id_length == 0) && credentials->credential_count == 1) index = 0;
     if (index == credentials->credential_count) {
+        memset(out, 0, sizeof *out);
         fail(error, "the security key answered for a credential not asked for", FIDO_OK);
         goto done;
     }
-    memcpy(out->authenticator_data, wrapped + header, length);
-    out->authenticator_data_length = length;
-    memcpy(out->signature, signature, signature_length);
-    out->signature_length = signature_length;
     out->credential_index = index;
     result = SECUROTP_FIDO_OK;
 done:
+    fido.assert_free(&assertion);
+    close_device(device);
+    return result;
+}
+
+int securotp_fido_assert_resident(const char *path, const char *rp_id, const uint8_t client_data_hash[32], int up, int uv,
+                                  const char *pin, int timeout_ms, securotp_fido_assertion *out, size_t capacity, size_t *count,
+                                  char *error) {
+    *count = 0;
+    if (!securotp_fido_load(error)) return SECUROTP_FIDO_UNAVAILABLE;
+    int code;
+    fido_dev_t *device = open_device(path, timeout_ms, &code);
+    if (device == NULL) {
+        fail(error, "cannot open the security key", code);
+        return SECUROTP_FIDO_NO_DEVICE;
+    }
+    const securotp_fido_credentials discoverable = {rp_id, NULL, NULL, 0};
+    fido_assert_t *assertion = new_assertion(&discoverable, client_data_hash, up, uv, error);
+    if (assertion == NULL) {
+        close_device(device);
+        return SECUROTP_FIDO_FAILED;
+    }
+    int result = SECUROTP_FIDO_FAILED;
+    code = fido.dev_get_assert(device, assertion, pin);
+    if (code != FIDO_OK) {
+        fail(error, "the security key gave no assertion", code);
+        result = result_of(code);
+        if (result == SECUROTP_FIDO_OK) result = SECUROTP_FIDO_FAILED;
+        goto done;
+    }
+    size_t answered = fido.assert_count(assertion);
+    if (answered == 0) {
+        fail(error, "the security key gave no assertion", FIDO_OK);
+        goto done;
+    }
+    for (size_t i = 0; i < answered && *count < capacity; i++) {
+        memset(&out[*count], 0, sizeof out[*count]);
+        if (!copy_assertion(assertion, i, &out[*count], error)) goto done;
+        out[*count].credential_index = i;
+        (*count)++;
+    }
+    result = SECUROTP_FIDO_OK;
+done:
+    if (result != SECUROTP_FIDO_OK) *count = 0;
     fido.assert_free(&assertion);
     close_device(device);
     return result;

@@ -6,6 +6,8 @@
 #include <openssl/ecdsa.h>
 #include <openssl/evp.h>
 #include <openssl/obj_mac.h>
+#include <openssl/bn.h>
+#include <openssl/rsa.h>
 #include <openssl/modes.h>
 #include <openssl/sha.h>
 #include <errno.h>
@@ -212,5 +214,28 @@ int securotp_ed25519_verify(const uint8_t *public_key, size_t public_key_len,
                 EVP_DigestVerify(context, signature, signature_len, message, message_len) == 1;
     EVP_MD_CTX_free(context);
     EVP_PKEY_free(key);
+    return valid;
+}
+
+int securotp_rs256_verify(const uint8_t *public_key, size_t public_key_len,
+                          const uint8_t *message, size_t message_len,
+                          const uint8_t *signature, size_t signature_len) {
+    if (public_key == NULL || signature == NULL || (message == NULL && message_len != 0)) return 0;
+    if (public_key_len != SECUROTP_RS256_KEY_LENGTH || signature_len != 256) return 0;
+    /* A full 2048-bit modulus (top bit set) and an odd exponent above 1. */
+    const uint8_t *n_bytes = public_key, *e_bytes = public_key + 256;
+    if ((n_bytes[0] & 0x80) == 0 || (e_bytes[2] & 1) == 0 || (e_bytes[0] == 0 && e_bytes[1] == 0 && e_bytes[2] == 1)) return 0;
+    uint8_t digest[32];
+    securotp_sha256(message, message_len, digest);
+    RSA *key = RSA_new();
+    BIGNUM *n = BN_bin2bn(n_bytes, 256, NULL), *e = BN_bin2bn(e_bytes, 3, NULL);
+    int valid = 0;
+    if (key != NULL && n != NULL && e != NULL && RSA_set0_key(key, n, e, NULL) == 1) {
+        n = e = NULL; /* owned by the key now */
+        valid = RSA_verify(NID_sha256, digest, sizeof digest, signature, (unsigned int)signature_len, key) == 1;
+    }
+    BN_free(n);
+    BN_free(e);
+    RSA_free(key);
     return valid;
 }

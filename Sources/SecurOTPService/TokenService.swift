@@ -17,6 +17,12 @@ public protocol TokenService: Sendable {
     func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse
     func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse
     func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse
+    /// docs/fido.md, "Remote mode": a security-key challenge for the user, and its assertion.
+    func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse
+    func fidoVerify(_ request: FidoVerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse
+    /// A user's FIDO credentials, added (all or none) and listed (`securotp import`, `fido enroll`, `fido export`).
+    func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList
+    func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList
 
     // MARK: tokens
 
@@ -56,6 +62,26 @@ public protocol TokenService: Sendable {
     func checkHealth() async throws(ServiceError)
     /// Finishes work in flight and releases the store.
     func close() async
+}
+
+extension TokenService {
+    /// Stores that do not keep FIDO credentials yet (PostgreSQL) offer none: their preflight
+    /// never says `fido`, so a host asks for no touch.
+    public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
+
+    public func fidoVerify(_ request: FidoVerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
+
+    public func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
+
+    public func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
 }
 
 public enum CredentialKind: String, Sendable, Codable, CaseIterable {

@@ -26,7 +26,7 @@ struct AuthenticatorCLI: ParsableCommand {
         version: SecurOTPVersion.string,
         subcommands: [Import.self, List.self, Code.self, Nickname.self, Delete.self, Reset.self,
                       BindingIDCommand.self, Activate.self, Pending.self, Approve.self, Respond.self, Deny.self, Watch.self,
-                      Unlock.self, Remove.self, VersionCommand.self]
+                      Unlock.self, Remove.self, FidoCommand.self, VersionCommand.self]
     )
 
     static func main() {

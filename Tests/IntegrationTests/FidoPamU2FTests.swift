@@ -128,7 +128,7 @@ struct FidoPamU2FTests {
         #expect(try box.cli(["fido", "export", user, "--format", "json"]).stdout.contains("\"state\":\"cloned\""))
     }
 
-    @Test("Old U2F-format lines import and log in (checked against appid=); resident lines are refused naming file and line")
+    @Test("Old U2F-format lines import and log in (checked against appid=); a broken credential is refused naming file and line")
     func oldAndResidentLines() throws {
         let box = try Sandbox()
         let key = SoftKey(box)
@@ -148,12 +148,10 @@ struct FidoPamU2FTests {
         let login = try key.login(box, service, user)
         #expect(login.status == PAM.success, "an old-format credential is checked against appid=: \(login)")
 
-        let resident = try key.pamu2fcfg("daemon", ["-r"])
-        try #require(resident.status == 0, "\(resident)")
-        let residentFile = box.path("resident_mappings")
-        try box.write("# made with -r\n" + (resident.lines.first { $0.hasPrefix("daemon:") } ?? "") + "\n", to: residentFile, mode: 0o644)
-        let refused = try box.cli(["import", "daemon", residentFile])
-        #expect(refused.status != 0 && refused.stderr.contains(residentFile + ":2: credential 1: resident"), "\(refused)")
+        let brokenFile = box.path("broken_mappings")
+        try box.write("# cut short\ndaemon:\(credential.keyHandle),\(credential.publicKey.prefix(20)),es256,+presence\n", to: brokenFile, mode: 0o644)
+        let refused = try box.cli(["import", "daemon", brokenFile])
+        #expect(refused.status != 0 && refused.stderr.contains(brokenFile + ":2: credential 1: "), "\(refused)")
     }
 }
 
@@ -221,7 +219,43 @@ struct FidoEdDSATests {
         #expect(try key.login(box, service, "root").status == PAM.success, "the counter rose")
         #expect(try key.refusing().login(box, service, "root").status == PAM.authError)
         #expect(try SoftKey(box, name: "other.state").login(box, service, "root").status == PAM.authError)
-        let rs256 = try key.run(box.securotp, ["--state-dir", box.state, "fido", "enroll", "root", "--type", "rs256"])
-        #expect(rs256.status != 0, "\(rs256)")
+        let es384 = try key.run(box.securotp, ["--state-dir", box.state, "fido", "enroll", "root", "--type", "es384"])
+        #expect(es384.status == 64 && es384.stderr.contains("es256, eddsa or rs256"), "\(es384)")
+    }
+}
+
+@Suite("FIDO: securotp import --all, a whole pam_u2f mapping file", .serialized)
+struct FidoImportAllTests {
+    @Test("--all imports every user's last line in one transaction; a broken line or a credential already held imports nothing")
+    func importAll() throws {
+        let box = try Sandbox()
+        let key = SoftKey(box)
+        let root = try #require(try key.pamu2fcfg("root").lines.first { $0.hasPrefix("root:") })
+        let older = try #require(try key.pamu2fcfg("daemon").lines.first { $0.hasPrefix("daemon:") })
+        let daemon = try #require(try key.pamu2fcfg("daemon", ["-r", "-t", "rs256"]).lines.first { $0.hasPrefix("daemon:") })
+        let file = box.path("u2f_mappings")
+        try box.write("# site-wide\n\(root)\n\(older)\n\n\(daemon)\n", to: file, mode: 0o644)
+
+        let broken = box.path("broken_mappings")
+        try box.write("\(root)\nbin:AAAA,AAAA,es256,+presence\n", to: broken, mode: 0o644)
+        let refused = try box.cli(["import", "--all", broken])
+        #expect(refused.status == 65 && refused.stderr.contains(broken + ":2: credential 1: "), "\(refused)")
+        #expect(try box.cli(["fido", "export", "root"]).status != 0, "nothing imported: \(refused)")
+
+        let imported = try box.cli(["import", "--all", file, "--format", "json"])
+        try #require(imported.status == 0, "\(imported)")
+        let credentials = try #require(try JSONSerialization.jsonObject(with: Data(imported.stdout.utf8)) as? [[String: Any]])
+        #expect(credentials.map { $0["user"] as? String } == ["root", "daemon"], "daemon's last line only: \(imported)")
+        #expect(credentials.last?["type"] as? String == "rs256" && credentials.last?["resident"] as? Bool == true)
+        #expect(try box.cli(["fido", "export", "daemon"]).stdout.hasPrefix("daemon:*,"))
+        #expect(try key.login(box, try box.service("all"), "root").status == PAM.success)
+
+        // root's credential is there now: the whole second run adds nothing, bin's included.
+        try box.write("bin:\(older.dropFirst("daemon:".count))\n\(root)\n", to: broken, mode: 0o644)
+        let again = try box.cli(["import", "--all", broken])
+        #expect(again.status != 0 && again.stderr.contains("already has this FIDO credential"), "\(again)")
+        #expect(try box.cli(["fido", "export", "bin"]).status != 0, "all or nothing")
+        let mixed = try box.cli(["import", "root", file, "--all", file])
+        #expect(mixed.status == 64, "\(mixed)")
     }
 }

@@ -89,6 +89,28 @@ struct SoftFIDOTests {
         #expect(try key.login(box, service, user).status == PAM.success, "still works afterwards")
     }
 
+    @Test("RS256: pamu2fcfg -t rs256 makes a 259-byte n||e key (x5c checked); pam_u2f logs in with it, not with the key altered")
+    func rs256WithPamU2F() throws {
+        let box = try Sandbox()
+        let key = SoftKey(box)
+        let (authfile, credential) = try enroll(box, key, ["-t", "rs256"])
+        #expect(credential.type == "rs256")
+        let publicKey = try #require(Data(base64Encoded: credential.publicKey))
+        #expect(publicKey.count == 259 && publicKey.suffix(3) == Data([1, 0, 1]), "n (256 bytes) || e (65537): \(publicKey.count)")
+        let service = try u2fService(box, "u2f-rs256", authfile: authfile)
+        let user = SoftFIDO.currentUser
+        let login = try key.login(box, service, user)
+        #expect(login.status == PAM.success, "\(login)")
+        #expect(try key.refusing().login(box, service, user).status == PAM.authError)
+
+        var altered = [UInt8](publicKey)
+        altered[100] ^= 0x01
+        let line = "\(user):\(credential.keyHandle),\(Data(altered).base64EncodedString()),rs256,\(credential.attributes)"
+        try box.write(line + "\n", to: authfile, mode: 0o600)
+        let tampered = try key.login(box, service, user)
+        #expect(tampered.status == PAM.authError, "an altered modulus does not verify: \(tampered)")
+    }
+
     @Test("PIN: pamu2fcfg -N enrolls with the PIN; pam_u2f logs in with the right PIN, not with a wrong one")
     func pinRequiredAndWrong() throws {
         let box = try Sandbox()

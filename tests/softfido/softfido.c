@@ -20,10 +20,15 @@
  *   SOFTFIDO_ATTESTATION=self   packed self attestation instead of basic attestation with x5c.
  *   SOFTFIDO_DEBUG=1            one line per command on stderr.
  *
- * Credentials: ES256 and EdDSA. A credential ID is 'S' | algorithm | nonce[16] | tag[16]; the
- * private key is HMAC-SHA-256(master, "key" | algorithm | nonce | rpIdHash) and the tag the first
- * 16 bytes of HMAC-SHA-256(master, "tag" | ...), so an ID works only for its own RP on its own
- * key (a second state file is a foreign key), and nothing but resident credentials is stored.
+ * getAssertion without an allow list answers with every resident credential for the RP,
+ * newest first (numberOfCredentials, then getNextAssertion), as a real key does.
+ *
+ * Credentials: ES256, EdDSA and RS256. A credential ID is 'S' | algorithm | nonce[16] | tag[16];
+ * the private key is HMAC-SHA-256(master, "key" | algorithm | nonce | rpIdHash) and the tag the
+ * first 16 bytes of HMAC-SHA-256(master, "tag" | ...), so an ID works only for its own RP on its
+ * own key (a second state file is a foreign key). An RSA-2048 key cannot be derived from 32 bytes,
+ * so an RS256 credential's key is generated and kept in the state file under its nonce; besides
+ * those, only resident credentials are stored.
  * The one signature counter rises with every signature and is written before the answer.
  */
 #define _GNU_SOURCE
@@ -58,7 +63,7 @@ enum { HID_PING = 0x01, HID_MSG = 0x03, HID_INIT = 0x06, HID_WINK = 0x08, HID_CB
 enum { CAP_WINK = 0x01, CAP_CBOR = 0x04, CAP_NMSG = 0x08 };
 
 /* CTAP2 commands and status codes. */
-enum { CMD_MAKE_CREDENTIAL = 0x01, CMD_GET_ASSERTION = 0x02, CMD_GET_INFO = 0x04, CMD_CLIENT_PIN = 0x06 };
+enum { CMD_MAKE_CREDENTIAL = 0x01, CMD_GET_ASSERTION = 0x02, CMD_GET_INFO = 0x04, CMD_CLIENT_PIN = 0x06, CMD_GET_NEXT_ASSERTION = 0x08 };
 enum {
     ST_OK = 0x00,
     ST_INVALID_COMMAND = 0x01,
@@ -71,6 +76,7 @@ enum {
     ST_KEY_STORE_FULL = 0x28,
     ST_UNSUPPORTED_OPTION = 0x2B,
     ST_NO_CREDENTIALS = 0x2E,
+    ST_NOT_ALLOWED = 0x30,
     ST_PIN_INVALID = 0x31,
     ST_PIN_BLOCKED = 0x32,
     ST_PIN_AUTH_INVALID = 0x33,
@@ -84,11 +90,13 @@ enum {
 enum { FLAG_UP = 0x01, FLAG_UV = 0x04, FLAG_AT = 0x40 };
 
 /* Our algorithm byte in credential IDs, and the COSE numbers. */
-enum { ALG_ES256 = 1, ALG_EDDSA = 2 };
-/* COSE_ES256 and COSE_EDDSA come from fido/param.h. */
+enum { ALG_ES256 = 1, ALG_EDDSA = 2, ALG_RS256 = 3 };
+/* COSE_ES256, COSE_EDDSA and COSE_RS256 come from fido/param.h. */
 enum { COSE_ECDH_ES_HKDF_256 = -25 };
 
 #define MAX_RESIDENT 16
+#define MAX_RSA 32
+#define RSA_DER_MAX 1400
 #define PIN_RETRIES 8
 #define CRED_ID_LEN 34
 #define MAX_REPLY 2048
@@ -300,6 +308,13 @@ struct resident {
     char user_name[65];
 };
 
+/* An RS256 credential's private key (DER), found by the nonce of its credential ID. */
+struct rsa_key {
+    unsigned char nonce[16];
+    unsigned char der[RSA_DER_MAX];
+    size_t der_length;
+};
+
 struct state {
     unsigned char master[32];
     uint32_t counter;
@@ -310,6 +325,8 @@ struct state {
     size_t certificate_length;
     struct resident resident[MAX_RESIDENT];
     int resident_count;
+    struct rsa_key rsa[MAX_RSA];
+    int rsa_count;
 };
 
 static void hex_out(FILE *file, const unsigned char *data, size_t count) {
@@ -385,7 +402,7 @@ done:
 
 static bool state_parse(FILE *file, struct state *s) {
     memset(s, 0, sizeof *s);
-    char line[4096];
+    char line[8192];
     bool have_master = false, have_key = false, have_cert = false;
     size_t count;
     while (fgets(line, sizeof line, file) != NULL) {
@@ -415,6 +432,13 @@ static bool state_parse(FILE *file, struct state *s) {
             memcpy(r->user_name, name, name_length);
             r->user_name[name_length] = 0;
             s->resident_count++;
+        } else if (strncmp(line, "rsa ", 4) == 0 && s->rsa_count < MAX_RSA) {
+            struct rsa_key *k = &s->rsa[s->rsa_count];
+            char *field = line + 4;
+            if (!hex_in(field, k->nonce, sizeof k->nonce, &count) || count != sizeof k->nonce) return false;
+            field = strchr(field, ' ');
+            if (field == NULL || !hex_in(field + 1, k->der, sizeof k->der, &k->der_length)) return false;
+            s->rsa_count++;
         }
     }
     return have_master && have_key && have_cert;
@@ -442,6 +466,13 @@ static bool state_write(int fd, const struct state *s) {
         hex_out(file, r->user_id, r->user_id_length);
         fputc(' ', file);
         hex_out(file, (const unsigned char *)r->user_name, strlen(r->user_name));
+        fputc('\n', file);
+    }
+    for (int i = 0; i < s->rsa_count; i++) {
+        fprintf(file, "rsa ");
+        hex_out(file, s->rsa[i].nonce, sizeof s->rsa[i].nonce);
+        fputc(' ', file);
+        hex_out(file, s->rsa[i].der, s->rsa[i].der_length);
         fputc('\n', file);
     }
     if (fclose(file) != 0) {
@@ -511,6 +542,33 @@ static void derive(const struct state *s, const char *label, int algorithm, cons
     HMAC(EVP_sha256(), s->master, sizeof s->master, message, sizeof message, out, &length);
 }
 
+/* The stored RSA key of the credential with this nonce, or NULL. */
+static EVP_PKEY *stored_rsa_key(const struct state *s, const unsigned char nonce[16]) {
+    for (int i = 0; i < s->rsa_count; i++) {
+        if (memcmp(s->rsa[i].nonce, nonce, 16) != 0) continue;
+        const unsigned char *p = s->rsa[i].der;
+        return d2i_AutoPrivateKey(NULL, &p, (long)s->rsa[i].der_length);
+    }
+    return NULL;
+}
+
+/* A new RSA-2048 key (e = 65537) kept in the state under `nonce`; NULL when the store is full. */
+static EVP_PKEY *new_rsa_key(struct state *s, const unsigned char nonce[16]) {
+    if (s->rsa_count >= MAX_RSA) return NULL;
+    EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)2048);
+    int length = key == NULL ? 0 : i2d_PrivateKey(key, NULL);
+    if (length <= 0 || (size_t)length > RSA_DER_MAX) {
+        EVP_PKEY_free(key);
+        return NULL;
+    }
+    struct rsa_key *k = &s->rsa[s->rsa_count++];
+    memcpy(k->nonce, nonce, 16);
+    unsigned char *p = k->der;
+    i2d_PrivateKey(key, &p);
+    k->der_length = (size_t)length;
+    return key;
+}
+
 static EVP_PKEY *private_key(int algorithm, const unsigned char secret[32]) {
     if (algorithm == ALG_EDDSA) return EVP_PKEY_new_raw_private_key(EVP_PKEY_ED25519, NULL, secret, 32);
     EC_KEY *ec = EC_KEY_new_by_curve_name(NID_X9_62_prime256v1);
@@ -536,10 +594,14 @@ static EVP_PKEY *private_key(int algorithm, const unsigned char secret[32]) {
 /* The credential's key if `id` is one of ours for this RP, else NULL. */
 static EVP_PKEY *credential_key(const struct state *s, const unsigned char *id, size_t length, const unsigned char rp_hash[32],
                                 int *algorithm) {
-    if (length != CRED_ID_LEN || id[0] != 'S' || (id[1] != ALG_ES256 && id[1] != ALG_EDDSA)) return NULL;
+    if (length != CRED_ID_LEN || id[0] != 'S' || (id[1] != ALG_ES256 && id[1] != ALG_EDDSA && id[1] != ALG_RS256)) return NULL;
     unsigned char tag[32], secret[32];
     derive(s, "tag", id[1], id + 2, rp_hash, tag);
     if (CRYPTO_memcmp(tag, id + 18, 16) != 0) return NULL;
+    if (id[1] == ALG_RS256) {
+        *algorithm = ALG_RS256;
+        return stored_rsa_key(s, id + 2);
+    }
     derive(s, "key", id[1], id + 2, rp_hash, secret);
     EVP_PKEY *key = private_key(id[1], secret);
     OPENSSL_cleanse(secret, sizeof secret);
@@ -562,6 +624,22 @@ static bool sign(EVP_PKEY *key, bool eddsa, const unsigned char *a, size_t a_len
 
 /* COSE_Key of a credential's public key (canonical key order 1, 3, -1, -2, -3). */
 static bool write_cose_key(struct out *o, EVP_PKEY *key, int algorithm) {
+    if (algorithm == ALG_RS256) { /* kty RSA: n (256 bytes), e (3 bytes), as libfido2's rs256_pk_t */
+        BIGNUM *n = NULL, *e = NULL;
+        unsigned char n_bytes[256], e_bytes[3];
+        bool ok = EVP_PKEY_get_bn_param(key, "n", &n) == 1 && EVP_PKEY_get_bn_param(key, "e", &e) == 1 &&
+                  BN_bn2binpad(n, n_bytes, sizeof n_bytes) == (int)sizeof n_bytes &&
+                  BN_bn2binpad(e, e_bytes, sizeof e_bytes) == (int)sizeof e_bytes;
+        BN_free(n);
+        BN_free(e);
+        if (!ok) return false;
+        w_map(o, 4);
+        w_int(o, 1), w_int(o, 3);
+        w_int(o, 3), w_int(o, COSE_RS256);
+        w_int(o, -1), w_bytes(o, n_bytes, sizeof n_bytes);
+        w_int(o, -2), w_bytes(o, e_bytes, sizeof e_bytes);
+        return true;
+    }
     if (algorithm == ALG_EDDSA) {
         unsigned char x[32];
         size_t length = sizeof x;
@@ -864,6 +942,7 @@ static int make_credential(struct in *in, struct out *o, struct state *s, bool *
                 if (algorithm == 0 && strcmp(type, "public-key") == 0) {
                     if (alg == COSE_ES256) algorithm = ALG_ES256;
                     else if (alg == COSE_EDDSA) algorithm = ALG_EDDSA;
+                    else if (alg == COSE_RS256) algorithm = ALG_RS256;
                 }
             }
             break;
@@ -938,8 +1017,9 @@ static int make_credential(struct in *in, struct out *o, struct state *s, bool *
         id[1] = (unsigned char)algorithm;
         if (RAND_bytes(id + 2, 16) != 1) return ST_OTHER;
         derive(s, "key", algorithm, id + 2, rp_hash, secret);
-        key = private_key(algorithm, secret);
+        key = algorithm == ALG_RS256 ? new_rsa_key(s, id + 2) : private_key(algorithm, secret);
         OPENSSL_cleanse(secret, sizeof secret);
+        if (algorithm == ALG_RS256 && key == NULL) return s->rsa_count >= MAX_RSA ? ST_KEY_STORE_FULL : ST_OTHER;
     }
     if (key == NULL) return ST_OTHER;
     unsigned char tag[32];
@@ -979,7 +1059,7 @@ static int make_credential(struct in *in, struct out *o, struct state *s, bool *
 
     const char *attestation = getenv("SOFTFIDO_ATTESTATION");
     bool self = attestation != NULL && strcmp(attestation, "self") == 0;
-    unsigned char signature[128];
+    unsigned char signature[512];
     size_t signature_length = sizeof signature;
     EVP_PKEY *signer = key;
     EVP_PKEY *attestation_key = NULL;
@@ -998,11 +1078,64 @@ static int make_credential(struct in *in, struct out *o, struct state *s, bool *
     w_int(o, 1), w_text(o, "packed");
     w_int(o, 2), w_bytes(o, auth.bytes, auth.length);
     w_int(o, 3), w_map(o, self ? 2 : 3);
-    w_text(o, "alg"), w_int(o, self && algorithm == ALG_EDDSA ? COSE_EDDSA : COSE_ES256);
+    w_text(o, "alg"), w_int(o, !self ? COSE_ES256 : algorithm == ALG_EDDSA ? COSE_EDDSA : algorithm == ALG_RS256 ? COSE_RS256 : COSE_ES256);
     w_text(o, "sig"), w_bytes(o, signature, signature_length);
     if (!self) w_text(o, "x5c"), w_array(o, 1), w_bytes(o, s->certificate, s->certificate_length);
     DEBUG("makeCredential rp=%s user=%s alg=%d rk=%d uv=%d counter=%u", rp_id, user_name, algorithm, rk, verified, s->counter);
     return ST_OK;
+}
+
+/* A discovery (no allow list) that matched several resident credentials: the rest, newest
+ * first, for getNextAssertion, which must come next (any other command forgets them). */
+static struct {
+    int remaining[MAX_RESIDENT];
+    int count, next, total;
+    unsigned char rp_hash[32], cdh[32];
+    bool presence, verified;
+} pending;
+
+/* Signs rpIdHash | flags | counter | cdh with the credential and writes the response map: the
+ * user for a resident credential, numberOfCredentials when `total` > 1 (the first answer). */
+static int assertion_reply(struct out *o, struct state *s, bool *dirty, EVP_PKEY *key, int algorithm, const unsigned char *id,
+                           const struct resident *resident, const unsigned char rp_hash[32], const unsigned char cdh[32],
+                           bool presence, bool verified, int total) {
+    s->counter++;
+    *dirty = true;
+    unsigned char auth[37];
+    memcpy(auth, rp_hash, 32);
+    auth[32] = (unsigned char)((presence ? FLAG_UP : 0) | (verified ? FLAG_UV : 0));
+    for (int b = 0; b < 4; b++) auth[33 + b] = (unsigned char)(s->counter >> (24 - 8 * b));
+    unsigned char signature[512];
+    size_t signature_length = sizeof signature;
+    if (!sign(key, algorithm == ALG_EDDSA, auth, sizeof auth, cdh, 32, signature, &signature_length)) return ST_OTHER;
+    w_map(o, 3 + (resident != NULL ? 1 : 0) + (total > 1 ? 1 : 0));
+    w_int(o, 1), w_map(o, 2);
+    w_text(o, "id"), w_bytes(o, id, CRED_ID_LEN);
+    w_text(o, "type"), w_text(o, "public-key");
+    w_int(o, 2), w_bytes(o, auth, sizeof auth);
+    w_int(o, 3), w_bytes(o, signature, signature_length);
+    if (resident != NULL) {
+        w_int(o, 4), w_map(o, 2);
+        w_text(o, "id"), w_bytes(o, resident->user_id, resident->user_id_length);
+        w_text(o, "name"), w_text(o, resident->user_name);
+    }
+    if (total > 1) w_int(o, 5), w_int(o, total);
+    return ST_OK;
+}
+
+static int get_next_assertion(struct out *o, struct state *s, bool *dirty) {
+    if (pending.next >= pending.count) return ST_NOT_ALLOWED;
+    int r = pending.remaining[pending.next++];
+    if (r < 0 || r >= s->resident_count) return ST_OTHER;
+    const struct resident *resident = &s->resident[r];
+    int algorithm = 0;
+    EVP_PKEY *key = credential_key(s, resident->credential_id, CRED_ID_LEN, pending.rp_hash, &algorithm);
+    if (key == NULL) return ST_OTHER;
+    int status = assertion_reply(o, s, dirty, key, algorithm, resident->credential_id, resident, pending.rp_hash, pending.cdh,
+                                 pending.presence, pending.verified, 1);
+    EVP_PKEY_free(key);
+    DEBUG("getNextAssertion %d of %d counter=%u", pending.next + 1, pending.total, s->counter);
+    return status;
 }
 
 static int get_assertion(struct in *in, struct out *o, struct state *s, bool *dirty) {
@@ -1084,12 +1217,18 @@ static int get_assertion(struct in *in, struct out *o, struct state *s, bool *di
             }
         }
     } else {
-        for (int r = s->resident_count - 1; r >= 0 && key == NULL; r--) {
+        /* Every resident credential for the RP, newest first: the first answers now, the
+         * others wait for getNextAssertion (numberOfCredentials says how many in all). */
+        for (int r = s->resident_count - 1; r >= 0; r--) {
             if (memcmp(s->resident[r].rp_hash, rp_hash, 32) != 0) continue;
-            key = credential_key(s, s->resident[r].credential_id, CRED_ID_LEN, rp_hash, &algorithm);
-            if (key != NULL) {
-                memcpy(id, s->resident[r].credential_id, CRED_ID_LEN);
-                resident = &s->resident[r];
+            if (key == NULL) {
+                key = credential_key(s, s->resident[r].credential_id, CRED_ID_LEN, rp_hash, &algorithm);
+                if (key != NULL) {
+                    memcpy(id, s->resident[r].credential_id, CRED_ID_LEN);
+                    resident = &s->resident[r];
+                }
+            } else if (pending.count < MAX_RESIDENT) {
+                pending.remaining[pending.count++] = r;
             }
         }
     }
@@ -1100,35 +1239,21 @@ static int get_assertion(struct in *in, struct out *o, struct state *s, bool *di
     bool presence = up != 0;
     if (presence && touch_refused()) {
         EVP_PKEY_free(key);
+        pending.count = 0;
         DEBUG("getAssertion rp=%s: touch refused", rp_id);
         return ST_OPERATION_DENIED;
     }
 
-    s->counter++;
-    *dirty = true;
-    unsigned char auth[37];
-    memcpy(auth, rp_hash, 32);
-    auth[32] = (unsigned char)((presence ? FLAG_UP : 0) | (verified ? FLAG_UV : 0));
-    for (int b = 0; b < 4; b++) auth[33 + b] = (unsigned char)(s->counter >> (24 - 8 * b));
-    unsigned char signature[128];
-    size_t signature_length = sizeof signature;
-    bool ok = sign(key, algorithm == ALG_EDDSA, auth, sizeof auth, cdh, 32, signature, &signature_length);
+    pending.total = pending.count + 1;
+    memcpy(pending.rp_hash, rp_hash, 32);
+    memcpy(pending.cdh, cdh, 32);
+    pending.presence = presence;
+    pending.verified = verified;
+    int replied = assertion_reply(o, s, dirty, key, algorithm, id, resident, rp_hash, cdh, presence, verified, pending.total);
     EVP_PKEY_free(key);
-    if (!ok) return ST_OTHER;
-
-    w_map(o, resident != NULL ? 4 : 3);
-    w_int(o, 1), w_map(o, 2);
-    w_text(o, "id"), w_bytes(o, id, CRED_ID_LEN);
-    w_text(o, "type"), w_text(o, "public-key");
-    w_int(o, 2), w_bytes(o, auth, sizeof auth);
-    w_int(o, 3), w_bytes(o, signature, signature_length);
-    if (resident != NULL) {
-        w_int(o, 4), w_map(o, 2);
-        w_text(o, "id"), w_bytes(o, resident->user_id, resident->user_id_length);
-        w_text(o, "name"), w_text(o, resident->user_name);
-    }
-    DEBUG("getAssertion rp=%s up=%d uv=%d counter=%u", rp_id, presence, verified, s->counter);
-    return ST_OK;
+    if (replied != ST_OK) pending.count = 0;
+    DEBUG("getAssertion rp=%s up=%d uv=%d counter=%u credentials=%d", rp_id, presence, verified, s->counter, pending.total);
+    return replied;
 }
 
 /* One CTAP2 request (command byte + CBOR) into one reply (status byte + CBOR). */
@@ -1156,9 +1281,12 @@ static void ctap2(const unsigned char *request, size_t length, struct out *reply
     }
     bool dirty = false;
     int status;
+    /* Credentials left for getNextAssertion are forgotten by any other command. */
+    if (command != CMD_GET_NEXT_ASSERTION) pending.count = pending.next = pending.total = 0;
     switch (command) {
     case CMD_MAKE_CREDENTIAL: status = make_credential(&in, reply, s, &dirty); break;
     case CMD_GET_ASSERTION: status = get_assertion(&in, reply, s, &dirty); break;
+    case CMD_GET_NEXT_ASSERTION: status = get_next_assertion(reply, s, &dirty); break;
     case CMD_CLIENT_PIN: status = client_pin(&in, reply, s, &dirty); break;
     default: status = ST_INVALID_COMMAND;
     }

@@ -31,7 +31,8 @@ enum { SECUROTP_FIDO_OMIT = 0, SECUROTP_FIDO_FALSE = 1, SECUROTP_FIDO_TRUE = 2 }
 /* 1 when libfido2 is loaded (loading it on the first call), else 0 and `error` says why. */
 int securotp_fido_load(char *error);
 
-/* The credentials a login may use: their IDs, all for one RP ID (pam_u2f's "origin"). */
+/* The credentials a login may use: their IDs, all for one RP ID (pam_u2f's "origin"). No IDs
+   (credential_count 0): a resident (discoverable) credential, whatever the key holds for the RP. */
 typedef struct {
     const char *rp_id;
     const uint8_t *const *credential_ids;
@@ -57,6 +58,15 @@ typedef struct {
    the touch. */
 int securotp_fido_assert(const char *path, const securotp_fido_credentials *credentials, const uint8_t client_data_hash[32],
                          int up, int uv, const char *pin, int timeout_ms, securotp_fido_assertion *out, char *error);
+
+/* One assertion for a resident credential (pamu2fcfg -r, key handle "*"): no allow list, so the
+   key answers with the credentials it holds for `rp_id` — several when it holds several (other
+   users', older enrolments), all from the one touch. Writes up to `capacity` of them to `out`
+   and their number to `count`; the caller finds the one its public key verifies. */
+enum { SECUROTP_FIDO_MAX_RESIDENT = 8 };
+int securotp_fido_assert_resident(const char *path, const char *rp_id, const uint8_t client_data_hash[32], int up, int uv,
+                                  const char *pin, int timeout_ms, securotp_fido_assertion *out, size_t capacity, size_t *count,
+                                  char *error);
 
 /* A new credential on the first attached key. `cose_algorithm`: -7 ES256, -8 EdDSA, -257 RS256. */
 typedef struct {

@@ -53,6 +53,15 @@ int securotp_ed25519_verify(const uint8_t *public_key, size_t public_key_len,
                             const uint8_t *message, size_t message_len,
                             const uint8_t *signature, size_t signature_len);
 
+/* RS256 (RSASSA-PKCS1-v1_5 with SHA-256, COSE -257) for FIDO credentials: the public key as
+   libfido2 and pam_u2f keep it, n (256 bytes, a 2048-bit modulus) || e (3 bytes), and the
+   256-byte signature over the message. Low-level RSA_verify, for the reason above. Returns 1
+   valid, 0 anything else (a shorter modulus or an even exponent included). */
+enum { SECUROTP_RS256_KEY_LENGTH = 259 };
+int securotp_rs256_verify(const uint8_t *public_key, size_t public_key_len,
+                          const uint8_t *message, size_t message_len,
+                          const uint8_t *signature, size_t signature_len);
+
 /* Wipes memory in a way the compiler cannot drop (OPENSSL_cleanse). */
 void securotp_cleanse(void *buffer, size_t length);
 /* Constant-time equality of two equal-length buffers: 1 when equal (CRYPTO_memcmp). */

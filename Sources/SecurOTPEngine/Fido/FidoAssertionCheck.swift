@@ -23,7 +23,7 @@ public enum FidoRefusal: Sendable, Equatable {
         case .presenceMissing: "user presence required but not asserted"
         case .verificationMissing: "user verification (UV/PIN) required but not asserted"
         case .badSignature: "the signature does not verify with the enrolled public key"
-        case .unsupportedKeyType: "signatures of this key type cannot be checked (es256 and eddsa)"
+        case .unsupportedKeyType: "signatures of this key type cannot be checked (es256, eddsa and rs256)"
         case .counterNotIncreased(let stored, let received):
             "signature counter \(received) is not above the stored \(stored): the key was cloned"
         }
@@ -59,6 +59,9 @@ public enum FidoAssertionCheck {
         case .eddsa where credential.publicKey.count == 32:
             guard securotp_ed25519_verify(credential.publicKey, credential.publicKey.count, message, message.count,
                                           signature, signature.count) == 1 else { return .refused(.badSignature) }
+        case .rs256 where credential.publicKey.count == Int(SECUROTP_RS256_KEY_LENGTH):
+            guard securotp_rs256_verify(credential.publicKey, credential.publicKey.count, message, message.count,
+                                        signature, signature.count) == 1 else { return .refused(.badSignature) }
         default:
             return .refused(.unsupportedKeyType)
         }

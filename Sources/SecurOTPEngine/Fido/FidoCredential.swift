@@ -9,6 +9,8 @@ public struct FidoCredential: Sendable, Equatable {
         case es256, eddsa, rs256
     }
 
+    /// Empty for a resident (discoverable) credential: pamu2fcfg -r prints `*`, and the login
+    /// asks the key for whatever credential it holds for the origin.
     public var keyHandle: [UInt8]
     /// ES256: x||y (64 bytes); EdDSA: the 32-byte key; RS256: n||e.
     public var publicKey: [UInt8]
@@ -19,6 +21,8 @@ public struct FidoCredential: Sendable, Equatable {
     public var verification: Bool
     public var pin: Bool
     public var origin: String
+    /// A resident (discoverable) credential: key handle `*` in a pam_u2f line.
+    public var resident: Bool { keyHandle.isEmpty }
 
     /// Stored state (not part of a pam_u2f line).
     public var serial = ""
@@ -45,9 +49,9 @@ public struct FidoCredential: Sendable, Equatable {
         (presence ? "+presence" : "") + (verification ? "+verification" : "") + (pin ? "+pin" : "")
     }
 
-    /// `KH,PK,type,attributes`, as pamu2fcfg prints it.
+    /// `KH,PK,type,attributes`, as pamu2fcfg prints it (`*` as KH for a resident credential).
     public var u2fField: String {
-        Base64.encode(keyHandle, .standard) + "," + Base64.encode(publicKey, .standard) + "," + type.rawValue + "," + attributes
+        (resident ? "*" : Base64.encode(keyHandle, .standard)) + "," + Base64.encode(publicKey, .standard) + "," + type.rawValue + "," + attributes
     }
 
     /// `user:KH,PK,type,attrs:KH,...`: one pam_u2f authfile line.
@@ -59,18 +63,28 @@ public struct FidoCredential: Sendable, Equatable {
     /// an RS256 key is 259).
     public static let maxKeyHandle = 1024
     public static let maxPublicKey = 1024
+    /// RS256: n (256 bytes) || e (3 bytes), libfido2's rs256_pk_t as pamu2fcfg prints it.
+    public static let rs256KeyLength = 259
 
-    /// Parses one pam_u2f credential (`KH,PK,type,attributes`, or the old U2F-format `KH,PK`,
-    /// checked against `appID`); nil with the reason.
+    /// The same credential: the key handle, or for resident credentials (no key handle) the public key.
+    public func isSameCredential(as other: FidoCredential) -> Bool {
+        resident || other.resident ? resident == other.resident && publicKey == other.publicKey : keyHandle == other.keyHandle
+    }
+
+    /// Parses one pam_u2f credential (`KH,PK,type,attributes` with `*` as KH for a resident
+    /// credential, or the old U2F-format `KH,PK`, checked against `appID`); nil with the reason.
     public static func parse(field: Substring, origin: String, appID: String? = nil) -> (credential: FidoCredential?, problem: String) {
         let parts = field.split(separator: ",", omittingEmptySubsequences: false)
-        guard parts.first != "*" else {
-            return (nil, "resident credentials (key handle \"*\", pamu2fcfg -r) are not supported; enroll the key again without -r (securotp fido enroll)")
-        }
         if parts.count == 2 { return parseOldFormat(handle: parts[0], key: parts[1], appID: appID ?? origin) }
         guard parts.count == 4 else { return (nil, "a credential must be KH,PK,type,attributes (or the old KH,PK)") }
-        guard let handle = Base64.decode(String(parts[0]), .standard), !handle.isEmpty, handle.count <= maxKeyHandle else {
-            return (nil, "the key handle is not base64 (or is empty or longer than \(maxKeyHandle) bytes)")
+        let handle: [UInt8]
+        if parts[0] == "*" {
+            handle = []
+        } else {
+            guard let decoded = Base64.decode(String(parts[0]), .standard), !decoded.isEmpty, decoded.count <= maxKeyHandle else {
+                return (nil, "the key handle is not base64 (or is empty or longer than \(maxKeyHandle) bytes)")
+            }
+            handle = decoded
         }
         guard var key = Base64.decode(String(parts[1]), .standard), !key.isEmpty, key.count <= maxPublicKey else {
             return (nil, "the public key is not base64 (or is empty or longer than \(maxPublicKey) bytes)")
@@ -82,6 +96,7 @@ public struct FidoCredential: Sendable, Equatable {
         if type == .es256, key.count == 65, key.first == 0x04 { key.removeFirst() }
         if type == .es256, key.count != 64 { return (nil, "an es256 public key must be 64 bytes (x||y)") }
         if type == .eddsa, key.count != 32 { return (nil, "an eddsa public key must be 32 bytes") }
+        if type == .rs256, key.count != rs256KeyLength { return (nil, "an rs256 public key must be 259 bytes (n||e of an RSA-2048 key)") }
         var presence = false, verification = false, pin = false
         var rest = Substring(parts[3])
         while !rest.isEmpty {

@@ -24,10 +24,6 @@ enum FidoLogin {
         case refused(Int32)
     }
 
-    /// How long the key may wait for the touch (pam_u2f waits as long as libfido2 does).
-    static let touchTimeoutMilliseconds: Int32 = 30_000
-    static let pinPrompt = "Please enter the PIN: "
-
     static func attempt(_ login: LoginContext) -> Outcome {
         guard login.known else { return .notEnrolled }
         let session = login.session
@@ -76,64 +72,25 @@ enum FidoLogin {
             session.log(LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
             return unavailable
         }
-        var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
-        guard securotp_fido_load(&errorText) == 1 else {
-            session.log(LOG_ERR, "FIDO: \(text(errorText)); security keys cannot be used, other methods still work")
-            return unavailable
-        }
-        for credential in usable {
-            var path = [CChar](repeating: 0, count: 256)
-            let found = withRequest(credential, origin: credential.origin) { request in securotp_fido_find(request, &path, &errorText) }
-            guard found == Int32(SECUROTP_FIDO_OK) else {
-                session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): \(text(errorText))")
-                continue
-            }
-            return counted(authenticate(login, credential, origin: credential.origin, path: path), login)
-        }
-        session.log(LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
-        return unavailable
+        guard FidoTouch.load(login), let (credential, path) = FidoTouch.findKey(login, Array(usable)) else { return unavailable }
+        return counted(authenticate(login, credential, path: path), login)
     }
 
     /// The touch, the assertion, its check and the counter write for one credential on the key at `path`.
-    private static func authenticate(_ login: LoginContext, _ credential: FidoCredential, origin: String, path: [CChar]) -> Outcome {
+    private static func authenticate(_ login: LoginContext, _ credential: FidoCredential, path: [CChar]) -> Outcome {
         let session = login.session
-        var pin: UnsafeMutablePointer<CChar>?
-        defer { if pin != nil { securotp_pam_free_response(pin) } }
-        if credential.pin {
-            let (code, response) = session.askSecret(pinPrompt)
-            guard let response else {
-                session.log(LOG_ERR, "FIDO: conversation failed for \(login.shownUser) asking for the PIN")
-                return .refused(code)
-            }
-            pin = response
-        }
-        if login.settings.fido.cue { session.tell(login.settings.fido.cuePrompt) }
         guard let challenge = SecretBytes.random(count: 32) else {
             session.log(LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
         }
         let clientDataHash = challenge.withUnsafeBytes { Array($0) }
-        var assertion = securotp_fido_assertion()
-        var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
-        let up = Int32(credential.presence ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_FALSE)
-        let uv = Int32(credential.verification ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT)
-        let result = withRequest(credential, origin: origin) { request in
-            securotp_fido_assert(path, request, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, &assertion, &errorText)
+        let authenticatorData: [UInt8], signature: [UInt8]
+        switch FidoTouch.touch(login, credential, clientDataHash: clientDataHash, path: path) {
+        case .declined: return .declined
+        case .refused(let code): return .refused(code)
+        case .assertion(let data, let signed): (authenticatorData, signature) = (data, signed)
         }
         let shownKey = "credential \(credential.serial) of \(login.shownUser)"
-        guard result == Int32(SECUROTP_FIDO_OK) else {
-            switch Int(result) {
-            case Int(SECUROTP_FIDO_DENIED): session.log(LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
-            case Int(SECUROTP_FIDO_PIN_INVALID), Int(SECUROTP_FIDO_PIN_REQUIRED):
-                session.log(LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
-            default: session.log(LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
-            }
-            return result == Int32(SECUROTP_FIDO_DENIED) ? .declined : .refused(PAM_AUTH_ERR)
-        }
-        let dataLength = assertion.authenticator_data_length
-        let signatureLength = assertion.signature_length
-        let authenticatorData = withUnsafeBytes(of: &assertion.authenticator_data) { Array($0.prefix(min(dataLength, $0.count))) }
-        let signature = withUnsafeBytes(of: &assertion.signature) { Array($0.prefix(min(signatureLength, $0.count))) }
         let check = FidoAssertionCheck.verify(authenticatorData: authenticatorData, signature: signature, clientDataHash: clientDataHash,
                                               credential: credential, requirePresence: credential.presence,
                                               requireVerification: credential.verification || credential.pin)
@@ -233,36 +190,12 @@ enum FidoLogin {
             session.log(LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
         }
         var credentials: [FidoCredential] = []
-        for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.keyHandle == credential.keyHandle }) {
+        for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.isSameCredential(as: credential) }) {
             var fromFile = credential
             fromFile.serial = "\(path):\(line.number)#\(index + 1)"
             fromFile.source = mappingFileSource
             credentials.append(fromFile)
         }
         return credentials
-    }
-
-    /// The C request for one credential, valid inside `body`.
-    private static func withRequest(_ credential: FidoCredential, origin: String,
-                                    _ body: (UnsafePointer<securotp_fido_credentials>) -> Int32) -> Int32 {
-        credential.keyHandle.withUnsafeBufferPointer { handle in
-            var id: UnsafePointer<UInt8>? = handle.baseAddress
-            var length = handle.count
-            return origin.withCString { rpID in
-                withUnsafePointer(to: &id) { ids in
-                    withUnsafePointer(to: &length) { lengths in
-                        var request = securotp_fido_credentials(rp_id: rpID, credential_ids: ids, credential_id_lengths: lengths,
-                                                                credential_count: 1)
-                        return withUnsafePointer(to: &request) { body($0) }
-                    }
-                }
-            }
-        }
-    }
-
-    /// A C error text, bounded and escaped for syslog.
-    private static func text(_ buffer: [CChar]) -> String {
-        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
-        return TerminalText.escaped(TerminalText.bounded(String(decoding: bytes, as: UTF8.self), maxBytes: 255))
     }
 }

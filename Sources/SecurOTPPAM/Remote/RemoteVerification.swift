@@ -43,6 +43,9 @@ struct RemoteVerification: PasscodeCheck {
     /// The open push's prompt showed the offline challenge: its answer goes to `/v1/verify`
     /// with `push_id` (docs/push.md, "Offline approval").
     private var offlineOffered = false
+    /// `otp` is among the user's methods before none decided (docs/configuration.md): else
+    /// a passcode at the prompt is refused here, never sent.
+    private var passcodesAllowed = false
 
     init(_ login: LoginContext) { self.login = login }
 
@@ -72,14 +75,48 @@ struct RemoteVerification: PasscodeCheck {
             if case .unavailable(let reason) = error, let digits = offline.usableCodeDigits() {
                 session.log(LOG_WARNING, "validator \(validatorName) unavailable during preflight (\(reason)); checking \(login.shownUser) against this host's offline codes")
                 offlineOnly = true
+                passcodesAllowed = true
                 codeLength = digits
                 return .ask
             }
             return skipOrFinish(failed(error, during: "preflight"))
         }
-        if login.settings.nullok, login.known, !preflight.hasTokens, !preflight.push {
+        if login.settings.nullok, login.known, !preflight.hasTokens, !preflight.push, !preflight.fido {
             session.debugLog("user \(login.shownUser) has no token (validator); nullok: ignoring")
             return .finish(PAM_IGNORE)
+        }
+        // The user's methods as the validator's policy orders them, else this host's `methods=`
+        // (docs/configuration.md, "Login methods"): a security key first settles the login or
+        // hands over; push and passcodes share the prompt, each only if allowed.
+        let methods = preflight.methods ?? login.settings.methods ?? .standard
+        var pushAllowed = false
+        if preflight.noMethods {
+            session.log(LOG_NOTICE, "the validator's policies leave \(login.shownUser) no login method; refusing")
+        } else {
+            methods: for method in methods.order {
+                switch method {
+                case .fido:
+                    guard preflight.fido, login.known else { continue }
+                    switch RemoteFido.attempt(login, client: client, validator: validatorName) {
+                    case .accepted: return .finish(PAM_SUCCESS)
+                    case .refused(let code): return .finish(code)
+                    case .declined:
+                        guard methods.explicit else { return .finish(PAM_AUTH_ERR) }
+                        session.log(LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
+                    case .unavailable:
+                        // As in local mode: without a key, only a user with a code to give goes on.
+                        guard preflight.hasTokens || preflight.push else {
+                            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) has only security keys and none can be used; denying")
+                            return .finish(PAM_AUTH_ERR)
+                        }
+                    case .notEnrolled: break
+                    }
+                case .push: pushAllowed = true
+                case .otp:
+                    passcodesAllowed = true
+                    break methods
+                }
+            }
         }
         var lengths = preflight.codeDigits
         // The validator issued (and remembers) the challenge; this host only shows it.
@@ -89,7 +126,7 @@ struct RemoteVerification: PasscodeCheck {
             lengths.append(offer.digits)
         }
         codeLength = lengths.filter { $0 > 0 }.max() ?? 6
-        if preflight.push { approvals = approvalChecker() }
+        if preflight.push, pushAllowed { approvals = approvalChecker() }
         return .ask
     }
 
@@ -173,6 +210,10 @@ struct RemoteVerification: PasscodeCheck {
     /// codes when the validator cannot be asked.
     private mutating func verification(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool, pushID: String? = nil) -> StepOutcome {
         guard let client, let offline else { return .finished(PAM_AUTH_ERR) }
+        guard passcodesAllowed else {
+            session.log(LOG_NOTICE, "rejected a passcode for \(login.shownUser): otp is not among the user's login methods")
+            return .finished(PAM_AUTH_ERR)
+        }
         if offlineOnly { return .finished(checkOffline(input, offline, countsFailure: countsFailure)) }
         // forward_pass: only the trailing code leaves this host, never the password.
         let forward = login.settings.forwardPass

@@ -18,6 +18,12 @@ struct PreflightAnswer {
     let ocraChallenge: OCRAChallenge?
     /// Digits of the user's tokens (OCRA excepted), for forward_pass.
     let codeDigits: [Int]
+    /// The user has an active FIDO credential on the validator (docs/fido.md, "Remote mode").
+    let fido: Bool
+    /// The user's methods as the validator's policy sets them; nil: none set there (the
+    /// standard order). An empty list (policies with no method in common) is `noMethods`.
+    let methods: LoginMethods?
+    let noMethods: Bool
 
     init?(_ json: JSONValue) {
         guard let hasTokens = json["has_tokens"]?.bool, let digits = json["code_digits"]?.array else { return nil }
@@ -42,6 +48,31 @@ struct PreflightAnswer {
         switch json["push"] {
         case nil, .null?: push = false
         case .bool(let value)?: push = value
+        default: return nil
+        }
+        switch json["fido"] {
+        case nil, .null?: fido = false
+        case .bool(let value)?: fido = value
+        default: return nil
+        }
+        switch json["methods"] {
+        case nil, .null?:
+            methods = nil
+            noMethods = false
+        case .array(let items)?:
+            var names: [String] = []
+            for item in items {
+                guard let name = item.string, LoginMethod(rawValue: name) != nil, !names.contains(name) else { return nil }
+                names.append(name)
+            }
+            if names.isEmpty {
+                methods = nil
+                noMethods = true
+            } else {
+                guard let parsed = LoginMethods(parsing: names.joined(separator: ",")) else { return nil }
+                methods = parsed
+                noMethods = false
+            }
         default: return nil
         }
     }

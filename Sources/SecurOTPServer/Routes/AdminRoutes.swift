@@ -28,6 +28,14 @@ struct AdminRoutes {
             let body = try await request.decode(as: ImportRequest.self, context: context)
             return JSONResponse(try await service.importTokens(user: try user(context), body, caller: try context.requireCaller()), status: .created)
         }
+        // FIDO credentials (docs/fido.md, "Remote mode"): `securotp --server URL import`, `fido enroll`, `fido export`.
+        group.post("users/:user/fido") { request, context in
+            let body = try await request.decode(as: FidoAddRequest.self, context: context)
+            return JSONResponse(try await service.addFido(user: try user(context), body, caller: try context.requireCaller()), status: .created)
+        }
+        group.get("users/:user/fido") { _, context in
+            JSONResponse(try await service.fidoCredentials(user: try user(context), caller: try context.requireCaller()))
+        }
         group.patch("users/:user/tokens/:serial") { request, context in
             let body = try await request.decode(as: NicknameRequest.self, context: context)
             try await service.setNickname(user: try user(context), serial: try serial(context), body, caller: try context.requireCaller())

@@ -33,6 +33,7 @@ struct HostRoutes {
             return JSONResponse(answer)
         }
         addPush(to: group)
+        addFido(to: group)
         group.post("verify") { request, context in
             let body = try await request.decode(as: VerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "verify", countsAgainstUser: true)
@@ -73,6 +74,25 @@ struct HostRoutes {
         group.post("push/cancel") { request, context in
             let body = try await request.decode(as: PushCancelRequest.self, context: context)
             return JSONResponse(try await push.cancel(body, caller: try context.requireCaller()))
+        }
+    }
+
+    /// docs/fido.md, "Remote mode": the validator issues the challenge and checks the
+    /// assertion the host's key made. A user outside the host's scope is offered no credential
+    /// (as a user without one) and an assertion for one is rejected as a wrong code.
+    private func addFido(to group: RouterGroup<ValidatorRequestContext>) {
+        group.post("fido/challenge") { request, context in
+            let body = try await request.decode(as: FidoChallengeRequest.self, context: context)
+            let (caller, allowed) = try await admit(body.user, context: context, action: "fido challenge", countsAgainstUser: true)
+            var answer = try await service.fidoChallenge(body, caller: caller)
+            if !allowed { answer.credentials = [] }
+            return JSONResponse(answer)
+        }
+        group.post("fido/verify") { request, context in
+            let body = try await request.decode(as: FidoVerifyRequest.self, context: context)
+            let (caller, allowed) = try await admit(body.user, context: context, action: "fido verify", countsAgainstUser: true)
+            guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
+            return JSONResponse(counted(try await service.fidoVerify(body, caller: caller)))
         }
     }
 

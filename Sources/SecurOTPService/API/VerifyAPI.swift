@@ -23,12 +23,21 @@ public struct PreflightResponse: Codable, Sendable, Equatable {
     /// `true` when the user has an active push device and pushes are not blocked
     /// (docs/push.md); absent otherwise, so older hosts see the answer they know.
     public var push: Bool?
+    /// `true` when the user has an active FIDO credential (docs/fido.md, "Remote mode"): the
+    /// host asks for a touch through `/v1/fido/challenge`. Absent otherwise.
+    public var fido: Bool?
+    /// The user's login methods in order (`fido`, `push`, `otp`) when a policy or `methods=`
+    /// on the validator sets them (docs/configuration.md, "Login methods"); absent: the host's default.
+    public var methods: [String]?
 
-    public init(hasTokens: Bool, ocraChallenge: OCRAChallengeOffer? = nil, codeDigits: [Int], push: Bool? = nil) {
+    public init(hasTokens: Bool, ocraChallenge: OCRAChallengeOffer? = nil, codeDigits: [Int], push: Bool? = nil, fido: Bool? = nil,
+                methods: [String]? = nil) {
         self.hasTokens = hasTokens
         self.ocraChallenge = ocraChallenge
         self.codeDigits = codeDigits
         self.push = push
+        self.fido = fido
+        self.methods = methods
     }
 }
 

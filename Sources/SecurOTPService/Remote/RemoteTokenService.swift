@@ -166,6 +166,14 @@ public final class RemoteTokenService: TokenService {
         try await call("POST", "\(self.user(user))/tokens/import", request)
     }
 
+    public func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
+        try await call("POST", "\(self.user(user))/fido", request)
+    }
+
+    public func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
+        try await call("GET", "\(self.user(user))/fido")
+    }
+
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
         try await call("GET", "/v1/tokens" + (user.map { "?user=\(Self.segment($0))" } ?? ""))
     }

@@ -44,7 +44,7 @@ public final class LocalTokenService: TokenService {
     static func now() -> Int64 { Int64(time(nil)) }
 
     /// Runs `body` on the store thread with store errors turned into service errors.
-    private func run<R: Sendable>(_ body: @escaping (Store, AccessTables) throws(StoreError) -> R) async throws(ServiceError) -> R {
+    func run<R: Sendable>(_ body: @escaping (Store, AccessTables) throws(StoreError) -> R) async throws(ServiceError) -> R {
         try await executor.run { (store) throws(ServiceError) -> R in
             do throws(StoreError) { return try body(store, AccessTables(db: store.database)) } catch { throw ServiceError(error) }
         }
@@ -59,10 +59,13 @@ public final class LocalTokenService: TokenService {
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
         let policy = settings.policy
+        let globalMethods = settings.methods
         return try await run { (store, tables) throws(StoreError) in
             let active = try store.tokens(user: user).filter(\.isActive)
-            return try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy,
-                                                             active: active, now: Self.now())
+            var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy,
+                                                                     active: active, now: Self.now())
+            try Self.addFidoAndMethods(&response, store: store, user: user, global: globalMethods)
+            return response
         }
     }
 

@@ -93,8 +93,8 @@ public enum HostVerification {
             // As a login's first passcode: a recovery code's shape reads recovery codes.
             .snapshot(input.withUnsafeBufferPointer { VerificationEngine.readsRecoveryCodes(input: $0, codeAtEnd: false) }
                       ? .recoveryCodes : .tokens)
-        case .ocraChallenge:
-            // Answered through verify's challenge_id, never as a dialogue step.
+        case .ocraChallenge, .fido:
+            // Answered through verify's challenge_id (or /v1/fido/verify), never as a dialogue step.
             .nothing
         }
     }
@@ -128,7 +128,7 @@ public enum HostVerification {
                 decision = try call.input.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                     try engine.verify(reads.snapshot, user: call.user, input: bytes, codeAtEnd: false, policy: policy, now: now)
                 }
-            case .ocraChallenge:
+            case .ocraChallenge, .fido:
                 response = Dialogue.unknownChallenge
                 break decide
             }

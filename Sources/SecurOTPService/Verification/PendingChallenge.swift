@@ -69,10 +69,14 @@ public struct PendingChallenge: Sendable, Equatable {
 public enum PendingKind: Sendable, Equatable, RawRepresentable {
     case step(ChallengeKind)
     case ocraChallenge
+    /// A security-key challenge (`/v1/fido/challenge`), answered through `/v1/fido/verify` only.
+    case fido
 
     public init?(rawValue: String) {
         if rawValue == "ocra" {
             self = .ocraChallenge
+        } else if rawValue == "fido" {
+            self = .fido
         } else if let step = ChallengeKind(rawValue: rawValue) {
             self = .step(step)
         } else {
@@ -84,6 +88,7 @@ public enum PendingKind: Sendable, Equatable, RawRepresentable {
         switch self {
         case .step(let step): step.rawValue
         case .ocraChallenge: "ocra"
+        case .fido: "fido"
         }
     }
 }

@@ -8,8 +8,9 @@ import SecurOTPCore
 extension Store {
     static let fidoKind = "fido"
 
-    /// Adds credentials for one user in one transaction: all or none. Refuses a key handle the
-    /// user already has and more than `maxTokens` tokens in all.
+    /// Adds credentials for one user in one transaction: all or none. Refuses a credential the
+    /// user already has (same key handle; a resident one: same public key) and more than
+    /// `maxTokens` tokens in all.
     public func addFido(_ credentials: [FidoCredential], user: String, source: String, maxTokens: Int,
                         now: Int64) throws(StoreError) -> [FidoCredential] {
         try Self.validate(user: user)
@@ -22,13 +23,14 @@ extension Store {
             guard existing + credentials.count <= maxTokens else {
                 throw StoreError(.limit, "\(user) has \(existing) tokens and \(credentials.count) more would pass the limit of \(maxTokens); delete some with: securotp delete \(user) SERIAL, or raise max_tokens in \(paths.config)")
             }
-            var known = try fidoCredentials(user: user).map { $0.keyHandle }
+            var known = try fidoCredentials(user: user)
             var added: [FidoCredential] = []
             for var credential in credentials {
-                guard !known.contains(credential.keyHandle) else {
-                    throw StoreError(.invalidInput, "\(user) already has this FIDO credential (same key handle); see: securotp fido export \(user)")
+                guard !known.contains(where: { $0.isSameCredential(as: credential) }) else {
+                    let same = credential.resident ? "same resident credential's public key" : "same key handle"
+                    throw StoreError(.invalidInput, "\(user) already has this FIDO credential (\(same)); see: securotp fido export \(user)")
                 }
-                known.append(credential.keyHandle)
+                known.append(credential)
                 credential.serial = try freshFidoSerial()
                 credential.created = now
                 credential.source = source
@@ -44,6 +46,19 @@ extension Store {
                           .text(credential.origin), .integer(now), .text(source), .text(credential.attributes))
                     .run()
                 added.append(credential)
+            }
+            return added
+        }
+    }
+
+    /// `securotp import --all`: every user's credentials in one transaction, all or none (a
+    /// duplicate or a limit for one user adds nothing for anyone). In the order given.
+    public func addFido(byUser credentials: [(user: String, credentials: [FidoCredential])], source: String, maxTokens: Int,
+                        now: Int64) throws(StoreError) -> [(user: String, credentials: [FidoCredential])] {
+        try db.immediateTransaction { () throws(StoreError) -> [(user: String, credentials: [FidoCredential])] in
+            var added: [(user: String, credentials: [FidoCredential])] = []
+            for (user, list) in credentials {
+                added.append((user, try addFido(list, user: user, source: source, maxTokens: maxTokens, now: now)))
             }
             return added
         }

@@ -1,11 +1,11 @@
 import ArgumentParser
-import CFido2
 import Foundation
 import SecurOTPCommandLine
 import SecurOTPCore
+import SecurOTPService
 import SecurOTPStore
 
-/// `securotp fido enroll|export`: FIDO2/U2F security keys in the local store (docs/fido.md).
+/// `securotp fido enroll|export`: FIDO2/U2F security keys in the local store or a validator's (docs/fido.md).
 struct FidoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "fido",
@@ -17,13 +17,34 @@ struct FidoCommand: AsyncParsableCommand {
     )
 }
 
-/// FIDO credentials live in the local SQLite store only.
+/// FIDO credentials are kept in the local SQLite store, or a validator's (`--server`,
+/// docs/fido.md "Remote mode"); PostgreSQL does not keep them yet.
 extension CommandContext {
     func openFidoStore() throws -> Store {
         guard case .local = target else {
-            throw CLIError(message: "FIDO credentials are kept in the local store only; run this on the host without --server or --database", exitCode: 64)
+            throw CLIError(message: "FIDO credentials are not kept in PostgreSQL yet; run this with --server URL or on the validator with --state-dir", exitCode: 64)
         }
         return try Store.open(settings.paths, .create)
+    }
+
+    /// Checks where the credentials go before a key is asked for anything.
+    func checkFidoTarget() throws {
+        if case .postgres = target { _ = try openFidoStore() }
+    }
+
+    func addFido(_ credentials: [FidoCredential], user: String, source: String) async throws -> [FidoCredential] {
+        guard isRemote else {
+            return try openFidoStore().addFido(credentials, user: user, source: source, maxTokens: settings.maxTokens, now: now())
+        }
+        let request = FidoAddRequest(credentials: credentials.map { FidoAddRequest.Item(credential: $0.u2fField, origin: $0.origin) }, source: source)
+        let added = try await withService { service in try await service.addFido(user: user, request, caller: caller) }
+        return added.credentials.compactMap(\.parsed)
+    }
+
+    func fidoCredentials(user: String) async throws -> [FidoCredential] {
+        guard isRemote else { return try openFidoStore().fidoCredentials(user: user) }
+        let list = try await withService { service in try await service.fidoCredentials(user: user, caller: caller) }
+        return list.credentials.compactMap(\.parsed)
     }
 }
 
@@ -36,6 +57,7 @@ enum FidoOutput {
             ("type", .string(credential.type.rawValue)),
             ("origin", .string(credential.origin)),
             ("attributes", .string(credential.attributes)),
+            ("resident", .bool(credential.resident)),
             ("counter", .number(Int64(credential.counter))),
             ("state", .string(credential.cloned ? "cloned" : "active")),
             ("source", .string(credential.source)),
@@ -54,83 +76,53 @@ struct FidoEnroll: ContextCommand {
         Examples:
           securotp fido enroll alice
           securotp fido enroll bob --pin --format json
+          securotp fido enroll carol --type rs256 --resident
         """
     )
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "The Unix user who will log in with the key.", transform: CommandContext.canonical) var user: String
-    @Option(help: "es256 (default) or eddsa (Ed25519).") var type: String = "es256"
+    @Option(help: "es256 (default), eddsa (Ed25519) or rs256 (RSA-2048, PKCS#1 v1.5).") var type: String = "es256"
     @Option(help: "The RP ID (default: pam://HOSTNAME).") var origin: String?
     @Flag(help: "Ask the key's PIN now and at every login (+pin).") var pin = false
     @Flag(help: "Ask the key to verify the user (built-in UV) at every login (+verification).") var uv = false
     @Flag(name: .customLong("no-presence"), help: "Do not require a touch at login (pam_u2f's -P).") var noPresence = false
+    @Flag(help: "Make a resident (discoverable) credential, kept on the key (pamu2fcfg -r; key handle * in the line).") var resident = false
     @Option(help: "text or json.") var format: OutputFormat = .text
 
     // The work is synchronous and kept out of the async run(in:): inside it, this body crashes
     // the release compiler's coroutine splitting (Swift 6.3.1, signal 11 in CoroSplit).
-    func run(in context: CommandContext) async throws { try enroll(in: context) }
-
-    @inline(never)
-    private func enroll(in context: CommandContext) throws {
-        try Store.validate(user: user)
-        guard let keyType = FidoCredential.KeyType(rawValue: type), keyType != .rs256 else {
-            throw CLIError.usage("--type \(TerminalText.quoted(type)): es256 or eddsa (rs256 credentials are not verified by this version)")
+    func run(in context: CommandContext) async throws {
+        try context.checkFidoTarget()
+        let credential = try makeCredential(in: context)
+        let added = try await context.addFido([credential], user: user, source: "enroll")
+        switch format {
+        case .json: context.print(FidoOutput.json(added[0], user: user).rendered)
+        case .text:
+            context.print("Enrolled FIDO credential \(added[0].serial) for \(user) (\(credential.type.rawValue), origin \(credential.origin)).")
+            context.print("pam_u2f line: \(FidoCredential.u2fLine(user: user, added))")
         }
-        let coseAlgorithm: Int32 = keyType == .eddsa ? -8 : -7
+    }
+
+    /// The credential the attached key makes (and whose attestation was checked).
+    @inline(never)
+    private func makeCredential(in context: CommandContext) throws -> FidoCredential {
+        try Store.validate(user: user)
+        var enrollment = FidoKeyEnrollment(user: user, origin: "")
+        enrollment.type = try FidoKeyEnrollment.keyType(type)
         var fido = context.settings.fido
         if let origin {
             guard FidoSettings.validOrigin(origin) else { throw CLIError.usage("--origin \(TerminalText.quoted(origin)) is not a usable RP ID") }
             fido.origin = origin
         }
         let rpID = fido.effectiveOrigin
-        let store = try context.openFidoStore()
-        let pinText = pin ? try context.secretLine("PIN of the security key: ", "PIN") : nil
-        guard let challenge = SecretBytes.random(count: 32), let userID = SecretBytes.random(count: 32) else {
-            throw CLIError(message: "no randomness available", exitCode: 71)
-        }
-        var made = securotp_fido_credential()
-        var error = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
-        let pinString = pinText.map { String(decoding: $0, as: UTF8.self) }
-        let result = challenge.withUnsafeBytes { cdh in
-            userID.withUnsafeBytes { id in
-                rpID.withCString { rp in
-                    user.withCString { name in
-                        withOptionalCString(pinString) { pinPointer in
-                            var request = securotp_fido_credential_request(
-                                rp_id: rp, user_name: name, user_id: id.baseAddress, user_id_length: id.count,
-                                client_data_hash: cdh.baseAddress, cose_algorithm: coseAlgorithm, resident: 0,
-                                uv: Int32(uv ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT), pin: pinPointer)
-                            return securotp_fido_make_credential(&request, 60_000, &made, &error)
-                        }
-                    }
-                }
-            }
-        }
-        let message = String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        switch Int(result) {
-        case Int(SECUROTP_FIDO_OK): break
-        case Int(SECUROTP_FIDO_PIN_REQUIRED):
-            throw CLIError(message: "the security key has a PIN: run again with --pin (\(message))", exitCode: 65)
-        case Int(SECUROTP_FIDO_DENIED):
-            throw CLIError(message: "the security key was not touched; nothing enrolled (\(message))", exitCode: 65)
-        case Int(SECUROTP_FIDO_UNAVAILABLE), Int(SECUROTP_FIDO_NO_DEVICE):
-            throw CLIError(message: "\(message); attach a security key (libfido2-1 must be installed)", exitCode: 69)
-        default:
-            throw CLIError(message: "security key: \(message)", exitCode: 65)
-        }
-        let handleLength = made.credential_id_length, keyLength = made.public_key_length
-        let handle = withUnsafeBytes(of: &made.credential_id) { Array($0.prefix(min(handleLength, $0.count))) }
-        let key = withUnsafeBytes(of: &made.public_key) { Array($0.prefix(min(keyLength, $0.count))) }
-        let credential = FidoCredential(keyHandle: handle, publicKey: key, type: keyType, presence: !noPresence, verification: uv,
-                                        pin: pin, origin: rpID)
-        let added = try store.addFido([credential], user: user, source: "enroll", maxTokens: context.settings.maxTokens,
-                                      now: context.now())
-        switch format {
-        case .json: context.print(FidoOutput.json(added[0], user: user).rendered)
-        case .text:
-            context.print("Enrolled FIDO credential \(added[0].serial) for \(user) (\(credential.type.rawValue), origin \(rpID)).")
-            context.print("pam_u2f line: \(FidoCredential.u2fLine(user: user, added))")
-        }
+        enrollment.origin = rpID
+        enrollment.presence = !noPresence
+        enrollment.verification = uv
+        enrollment.resident = resident
+        enrollment.pin = pin ? try context.secretLine("PIN of the security key: ", "PIN") : nil
+        defer { wipe(&enrollment.pin) }
+        return try enrollment.make()
     }
 }
 
@@ -147,8 +139,7 @@ struct FidoExport: ContextCommand {
 
     func run(in context: CommandContext) async throws {
         try Store.validate(user: user)
-        let store = try context.openFidoStore()
-        let credentials = try store.fidoCredentials(user: user)
+        let credentials = try await context.fidoCredentials(user: user)
         switch format {
         case .json: context.print(JSONValue.array(credentials.map { FidoOutput.json($0, user: user) }).rendered)
         case .text:
@@ -180,7 +171,7 @@ enum FidoImport {
     /// `securotp import USER FILE` with a pam_u2f mapping file: USER's line (the last one, as
     /// pam_u2f reads it), all its credentials or none; a credential that cannot be imported
     /// (resident, malformed) stops the import with the file, line and what to do.
-    static func run(user: String, mappingFile bytes: [UInt8], path: String, format: OutputFormat, context: CommandContext) throws {
+    static func run(user: String, mappingFile bytes: [UInt8], path: String, format: OutputFormat, context: CommandContext) async throws {
         let fido = context.settings.fido
         let text = String(decoding: bytes, as: UTF8.self)
         let shownPath = TerminalText.escaped(path)
@@ -190,10 +181,64 @@ enum FidoImport {
         if let problem = line.problems.first {
             throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
         }
-        let store = try context.openFidoStore()
-        let added = try store.addFido(line.credentials, user: user, source: "mapping-file", maxTokens: context.settings.maxTokens,
-                                      now: context.now())
+        let added = try await context.addFido(line.credentials, user: user, source: "mapping-file")
         report(added, user: user, from: "\(shownPath):\(line.number)", format: format, context: context)
+    }
+
+    /// `securotp import --all FILE`: every user's line of a pam_u2f mapping file (the last one
+    /// per user, as pam_u2f reads it), in one store transaction: a line that does not parse, a
+    /// user name the store refuses, a credential a user already has or a token limit stops the
+    /// whole import, naming the file and line; nothing is imported then.
+    static func runAll(mappingFile path: String, format: OutputFormat, context: CommandContext) throws {
+        let bytes = try ImportInput.source(path)
+        let shownPath = TerminalText.escaped(path)
+        guard looksLikeMappingFile(bytes) else {
+            throw CLIError(message: "\(shownPath) is not a pam_u2f mapping file (user:KH,PK,type,attributes per line); nothing imported", exitCode: 65)
+        }
+        let fido = context.settings.fido
+        let text = String(decoding: bytes, as: UTF8.self)
+        var last: [String: U2FMappingFile.Line] = [:]
+        var order: [String] = []
+        for line in U2FMappingFile.lines(text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) {
+            guard !line.user.isEmpty else {
+                throw CLIError(message: "\(shownPath):\(line.number): \(line.problems.first ?? "not user:KH,PK,type,attributes"); nothing imported", exitCode: 65)
+            }
+            if last[line.user] == nil { order.append(line.user) }
+            last[line.user] = line
+        }
+        var byUser: [(user: String, credentials: [FidoCredential])] = []
+        for user in order {
+            guard let line = last[user] else { continue }
+            if let problem = line.problems.first {
+                throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
+            }
+            do {
+                try Store.validate(user: user)
+            } catch {
+                throw CLIError(message: "\(shownPath):\(line.number): \(error.message); nothing imported", exitCode: 65)
+            }
+            byUser.append((user, line.credentials))
+        }
+        // One transaction for every user needs the store itself, not a validator's API.
+        guard !context.isRemote else {
+            throw CLIError(message: "--all imports into this host's store only (one transaction for every user); with --server, import each user: securotp import USER \(shownPath)", exitCode: 64)
+        }
+        let store = try context.openFidoStore()
+        let added: [(user: String, credentials: [FidoCredential])]
+        do {
+            added = try store.addFido(byUser: byUser, source: "mapping-file", maxTokens: context.settings.maxTokens, now: context.now())
+        } catch {
+            throw CLIError(message: "\(shownPath): \(error.message); nothing imported", exitCode: ServiceError(error).exitCode)
+        }
+        switch format {
+        case .json:
+            context.print(JSONValue.array(added.flatMap { entry in entry.credentials.map { FidoOutput.json($0, user: entry.user) } }).rendered)
+        case .text:
+            for entry in added {
+                report(entry.credentials, user: entry.user, from: "\(shownPath):\(last[entry.user]?.number ?? 0)", format: .text, context: context)
+            }
+            context.print("Imported the FIDO credentials of \(added.count) user\(added.count == 1 ? "" : "s") from \(shownPath).")
+        }
     }
 
     private static func report(_ added: [FidoCredential], user: String, from: String, format: OutputFormat, context: CommandContext) {
@@ -205,21 +250,14 @@ enum FidoImport {
         }
     }
 
-    static func run(user: String, line: String, format: OutputFormat, context: CommandContext) throws {
+    static func run(user: String, line: String, format: OutputFormat, context: CommandContext) async throws {
         let origin = context.settings.fido.effectiveOrigin
         let parsed = FidoCredential.parse(line: line, origin: origin, appID: context.settings.fido.effectiveAppID)
         guard parsed.problem.isEmpty else { throw CLIError(message: "pam_u2f line: \(parsed.problem)", exitCode: 65) }
         guard parsed.user.isEmpty || parsed.user == user else {
             throw CLIError(message: "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)", exitCode: 65)
         }
-        let store = try context.openFidoStore()
-        let added = try store.addFido(parsed.credentials, user: user, source: "pamu2fcfg", maxTokens: context.settings.maxTokens,
-                                      now: context.now())
+        let added = try await context.addFido(parsed.credentials, user: user, source: "pamu2fcfg")
         report(added, user: user, from: "the pam_u2f line", format: format, context: context)
     }
-}
-
-private func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
-    guard let text else { return body(nil) }
-    return text.withCString { body($0) }
 }

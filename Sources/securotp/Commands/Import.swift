@@ -20,30 +20,46 @@ struct Import: ContextCommand {
           securotp import carol vendor.pskc --key-file /root/transport.key --format json
           securotp import dave "$(pamu2fcfg -u dave)"    # a FIDO security key (pam_u2f line)
           securotp import dave /etc/u2f_mappings          # dave's line of a pam_u2f mapping file
+          securotp import --all /etc/u2f_mappings         # every user's line: all of them or none
         """
     )
 
     @OptionGroup var global: GlobalOptions
 
-    @Argument(help: "The Unix user who will log in with the tokens.", transform: CommandContext.canonical)
-    var user: String
+    @Argument(help: "The Unix user who will log in with the tokens (not with --all).", transform: CommandContext.canonical)
+    var user: String?
 
-    @Argument(help: "File, - for standard input, or the token string.")
-    var source: String
+    @Argument(help: "File, - for standard input, or the token string (not with --all).")
+    var source: String?
+
+    @Option(name: .customLong("all"), help: ArgumentHelp(
+        "Import every user's FIDO credentials from a pam_u2f mapping file (each user's last line, as pam_u2f reads it), in one transaction: all or none.",
+        valueName: "FILE"))
+    var allFrom: String?
 
     @OptionGroup var options: ImportCommandOptions
 
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
+    func validate() throws {
+        if allFrom != nil {
+            guard user == nil, source == nil else { throw ValidationError("--all FILE takes no USER or SOURCE: every user in FILE is imported") }
+        } else {
+            guard user != nil, source != nil else { throw ValidationError("give USER and SOURCE (or --all FILE for a whole pam_u2f mapping file)") }
+        }
+    }
+
     func run(in context: CommandContext) async throws {
+        if let allFrom { return try FidoImport.runAll(mappingFile: allFrom, format: format, context: context) }
+        guard let user, let source else { throw CLIError.usage("give USER and SOURCE") }
         try Store.validate(user: user)
         if FidoImport.looksLikeU2FLine(source) { // pamu2fcfg's output (Fido.swift)
-            return try FidoImport.run(user: user, line: source, format: format, context: context)
+            return try await FidoImport.run(user: user, line: source, format: format, context: context)
         }
         let input = try ImportInput.source(source)
         if FidoImport.looksLikeMappingFile(input) { // a pam_u2f mapping file (Fido.swift)
-            return try FidoImport.run(user: user, mappingFile: input, path: source, format: format, context: context)
+            return try await FidoImport.run(user: user, mappingFile: input, path: source, format: format, context: context)
         }
         let password = try options.readPassword().map { String(decoding: $0, as: UTF8.self) }
         let keyHex = try options.readTransportKey().map { key in key.withUnsafeBytes { Hex.encode($0) } }

@@ -1,0 +1,117 @@
+import CFido2
+import CPAM
+import CPosix
+import SecurOTPCore
+import SecurOTPStore
+
+/// The part of a security-key login that happens at the key, the same in both modes
+/// (docs/fido.md): load libfido2, find an attached key that holds a credential (a silent
+/// assertion), ask for the PIN and the touch, take the assertion. Who issues the challenge and
+/// checks the assertion differs: this module in local mode (FidoLogin), the validator in
+/// remote mode (RemoteFido).
+enum FidoTouch {
+    enum Result {
+        /// What the key signed: `authenticatorData ‖ clientDataHash`.
+        case assertion(authenticatorData: [UInt8], signature: [UInt8])
+        /// The user did not touch the key (or the key refused the touch).
+        case declined
+        /// The key was there and the login failed (wrong PIN, a key error, no conversation).
+        case refused(Int32)
+    }
+
+    /// How long the key may wait for the touch (pam_u2f waits as long as libfido2 does).
+    static let touchTimeoutMilliseconds: Int32 = 30_000
+    static let pinPrompt = "Please enter the PIN: "
+
+    /// libfido2 is loaded (once per process); false is logged.
+    static func load(_ login: LoginContext) -> Bool {
+        var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
+        guard securotp_fido_load(&errorText) == 1 else {
+            login.session.log(LOG_ERR, "FIDO: \(text(errorText)); security keys cannot be used, other methods still work")
+            return false
+        }
+        return true
+    }
+
+    /// The first of `credentials` an attached key holds, with the key's path; nil (logged) when none.
+    static func findKey(_ login: LoginContext, _ credentials: [FidoCredential]) -> (FidoCredential, [CChar])? {
+        var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
+        for credential in credentials {
+            var path = [CChar](repeating: 0, count: 256)
+            let found = withRequest(credential, origin: credential.origin) { request in securotp_fido_find(request, &path, &errorText) }
+            guard found == Int32(SECUROTP_FIDO_OK) else {
+                login.session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): \(text(errorText))")
+                continue
+            }
+            return (credential, path)
+        }
+        login.session.log(LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
+        return nil
+    }
+
+    /// The PIN (for `+pin`), the cue, and one assertion over `clientDataHash` with `up` per
+    /// `presence` and `uv` per `verification`, on the key at `path`.
+    static func touch(_ login: LoginContext, _ credential: FidoCredential, clientDataHash: [UInt8], path: [CChar]) -> Result {
+        let session = login.session
+        var pin: UnsafeMutablePointer<CChar>?
+        defer { if pin != nil { securotp_pam_free_response(pin) } }
+        if credential.pin {
+            let (code, response) = session.askSecret(pinPrompt)
+            guard let response else {
+                session.log(LOG_ERR, "FIDO: conversation failed for \(login.shownUser) asking for the PIN")
+                return .refused(code)
+            }
+            pin = response
+        }
+        if login.settings.fido.cue { session.tell(login.settings.fido.cuePrompt) }
+        var assertion = securotp_fido_assertion()
+        var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
+        let up = Int32(credential.presence ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_FALSE)
+        let uv = Int32(credential.verification ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_OMIT)
+        let result = credential.resident
+            ? residentAssertion(credential, path: path, clientDataHash: clientDataHash, up: up, uv: uv, pin: pin,
+                                into: &assertion, error: &errorText)
+            : withRequest(credential, origin: credential.origin) { request in
+                securotp_fido_assert(path, request, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, &assertion, &errorText)
+            }
+        let shownKey = "credential \(credential.serial) of \(login.shownUser)"
+        guard result == Int32(SECUROTP_FIDO_OK) else {
+            switch Int(result) {
+            case Int(SECUROTP_FIDO_DENIED): session.log(LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
+            case Int(SECUROTP_FIDO_PIN_INVALID), Int(SECUROTP_FIDO_PIN_REQUIRED):
+                session.log(LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
+            default: session.log(LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
+            }
+            return result == Int32(SECUROTP_FIDO_DENIED) ? .declined : .refused(PAM_AUTH_ERR)
+        }
+        let dataLength = assertion.authenticator_data_length
+        let signatureLength = assertion.signature_length
+        let authenticatorData = withUnsafeBytes(of: &assertion.authenticator_data) { Array($0.prefix(min(dataLength, $0.count))) }
+        let signature = withUnsafeBytes(of: &assertion.signature) { Array($0.prefix(min(signatureLength, $0.count))) }
+        return .assertion(authenticatorData: authenticatorData, signature: signature)
+    }
+
+    /// The C request for one credential (no ID for a resident one), valid inside `body`.
+    private static func withRequest(_ credential: FidoCredential, origin: String,
+                                    _ body: (UnsafePointer<securotp_fido_credentials>) -> Int32) -> Int32 {
+        credential.keyHandle.withUnsafeBufferPointer { handle in
+            var id: UnsafePointer<UInt8>? = handle.baseAddress
+            var length = handle.count
+            return origin.withCString { rpID in
+                withUnsafePointer(to: &id) { ids in
+                    withUnsafePointer(to: &length) { lengths in
+                        var request = securotp_fido_credentials(rp_id: rpID, credential_ids: ids, credential_id_lengths: lengths,
+                                                                credential_count: credential.resident ? 0 : 1)
+                        return withUnsafePointer(to: &request) { body($0) }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A C error text, bounded and escaped for syslog.
+    private static func text(_ buffer: [CChar]) -> String {
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return TerminalText.escaped(TerminalText.bounded(String(decoding: bytes, as: UTF8.self), maxBytes: 255))
+    }
+}

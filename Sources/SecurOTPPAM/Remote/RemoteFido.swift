@@ -1,0 +1,119 @@
+import CPAM
+import CPosix
+import SecurOTPCore
+import SecurOTPStore
+
+/// Remote mode's security-key step (docs/fido.md, "Remote mode"): the validator keeps the
+/// credentials and counters, issues the challenge (`/v1/fido/challenge`) and checks the
+/// assertion (`/v1/fido/verify`); this host only finds the key and asks for the touch
+/// (FidoTouch, as in local mode). A validator that cannot be asked fails the FIDO step
+/// closed: the next method follows.
+enum RemoteFido {
+    static func attempt(_ login: LoginContext, client: ValidatorClient, validator: String) -> FidoLogin.Outcome {
+        let session = login.session
+        let fido = login.settings.fido
+        var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "origin", value: .text(fido.effectiveOrigin))]
+        if fido.effectiveAppID != fido.effectiveOrigin { fields.append((key: "appid", value: .text(fido.effectiveAppID))) }
+        let offer: ChallengeAnswer
+        do throws(ValidatorFailure) {
+            guard let answer = ChallengeAnswer(try client.post("/v1/fido/challenge", JSONWriter.object(fields))) else {
+                throw ValidatorFailure.unavailable("unreadable FIDO challenge")
+            }
+            offer = answer
+        } catch {
+            session.log(LOG_WARNING, "FIDO: validator \(validator) gave no challenge for \(login.shownUser) (\(error.logText)); not asking for the security key")
+            return .unavailable
+        }
+        guard !offer.credentials.isEmpty else {
+            session.log(LOG_NOTICE, "FIDO: the validator offers no credential of \(login.shownUser) for origin \(TerminalText.quoted(fido.effectiveOrigin)) (none, cloned, another origin, or locked)")
+            return .unavailable
+        }
+        // pam_u2f's userpresence=, userverification=, pinverification= set what the key is
+        // asked for; the validator checks against the enrolled attributes.
+        let usable = offer.credentials.prefix(fido.maxDevices).map { credential in
+            var effective = credential
+            effective.presence = fido.userPresence ?? credential.presence
+            effective.verification = fido.userVerification ?? credential.verification
+            effective.pin = fido.pinVerification ?? credential.pin
+            return effective
+        }
+        guard FidoTouch.load(login), let (credential, path) = FidoTouch.findKey(login, Array(usable)) else { return .unavailable }
+        var verify: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "id", value: .text(offer.id)),
+                                                                 (key: "serial", value: .text(credential.serial))]
+        let touched = FidoTouch.touch(login, credential, clientDataHash: offer.clientDataHash, path: path)
+        switch touched {
+        case .assertion(let authenticatorData, let signature):
+            verify.append((key: "authenticator_data", value: .text(Base64.encode(authenticatorData, .url))))
+            verify.append((key: "signature", value: .text(Base64.encode(signature, .url))))
+        case .declined, .refused:
+            // Counted on the validator like a wrong code, as local mode counts it.
+            verify.append((key: "declined", value: .bool(true)))
+        }
+        let shownKey = "credential \(credential.serial) of \(login.shownUser)"
+        let answer: VerifyAnswer
+        do throws(ValidatorFailure) {
+            guard let parsed = VerifyAnswer(try client.post("/v1/fido/verify", JSONWriter.object(verify))) else {
+                throw ValidatorFailure.unavailable("unreadable verification answer")
+            }
+            answer = parsed
+        } catch {
+            session.log(LOG_WARNING, "FIDO: validator \(validator) did not check \(shownKey) (\(error.logText)); the security key is not accepted")
+            if case .assertion = touched { return .unavailable }
+            return outcome(of: touched)
+        }
+        guard case .assertion = touched else { return outcome(of: touched) }
+        switch answer.result {
+        case .accept:
+            session.log(LOG_INFO, "FIDO: accepted \(shownKey) [validator]")
+            return .accepted
+        case .locked:
+            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) is locked [validator]")
+            return .refused(PAM_AUTH_ERR)
+        case .reject, .challenge:
+            let level = answer.reason.hasSuffix("the key was cloned") ? LOG_ALERT : LOG_NOTICE
+            session.log(level, "FIDO: \(shownKey) refused: \(answer.reason) [validator]\(answer.lockedNow ? "; now locked" : "")")
+            return .refused(PAM_AUTH_ERR)
+        }
+    }
+
+    private static func outcome(of touched: FidoTouch.Result) -> FidoLogin.Outcome {
+        switch touched {
+        case .declined: .declined
+        case .refused(let code): .refused(code)
+        case .assertion: .refused(PAM_AUTH_ERR)
+        }
+    }
+
+    /// `/v1/fido/challenge`'s answer, every field checked before use.
+    struct ChallengeAnswer {
+        let id: String
+        let clientDataHash: [UInt8]
+        let credentials: [FidoCredential]
+
+        init?(_ json: JSONValue) {
+            guard let id = json["id"]?.string, ValidatorText.isChallengeID(id),
+                  let hashText = json["client_data_hash"]?.string, hashText.utf8.count <= 64,
+                  let hash = Base64.decode(hashText, .url), hash.count == 32,
+                  let items = json["credentials"]?.array, items.count <= 256 else { return nil }
+            var credentials: [FidoCredential] = []
+            for item in items {
+                guard let serial = item["serial"]?.string, (1...64).contains(serial.utf8.count),
+                      serial.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5a) || ($0 >= 0x61 && $0 <= 0x7a) || $0 == 0x2d }),
+                      let handleText = item["key_handle"]?.string, handleText.utf8.count <= 2 * FidoCredential.maxKeyHandle,
+                      let handle = Base64.decode(handleText, .url), !handle.isEmpty, handle.count <= FidoCredential.maxKeyHandle,
+                      let typeName = item["type"]?.string, let type = FidoCredential.KeyType(rawValue: typeName),
+                      let origin = item["origin"]?.string, (1...255).contains(origin.utf8.count),
+                      let presence = item["presence"]?.bool, let verification = item["verification"]?.bool, let pin = item["pin"]?.bool
+                else { return nil }
+                // The key checks nothing of the public key: the validator does.
+                var credential = FidoCredential(keyHandle: handle, publicKey: [], type: type, presence: presence, verification: verification,
+                                                pin: pin, origin: origin)
+                credential.serial = serial
+                credentials.append(credential)
+            }
+            self.id = id
+            clientDataHash = hash
+            self.credentials = credentials
+        }
+    }
+}

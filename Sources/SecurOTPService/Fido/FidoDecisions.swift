@@ -1,0 +1,129 @@
+import SecurOTPCore
+import SecurOTPStore
+
+/// What the validator decides for a host's security-key login (docs/fido.md, "Remote mode"),
+/// written once for every store: the store reads the rows, runs the write a verdict names
+/// (the conditional counter write, the cloned mark) and counts as the verdict says. The check
+/// itself is the module's local one (FidoAssertionCheck).
+public enum FidoDecisions {
+    /// How many credentials one challenge offers at most (the module's `max_devices` default).
+    public static let maxOffered = 24
+    public static let maxAuthenticatorData = 1024
+    public static let maxSignature = 512
+
+    /// The bytes the key signs with its authenticator data: derived from the challenge's
+    /// random id, so the stored challenge row alone names them (as an OCRA challenge's text).
+    public static func clientDataHash(challengeID: String) -> [UInt8] {
+        PushRules.sha256(Array("securotp fido challenge \(challengeID)".utf8))
+    }
+
+    /// A fresh challenge for `user` at `host` offering `credentials` (those made for the host's
+    /// origin or app ID, not cloned); none and no challenge row for a locked user.
+    public static func offer(user: String, host: String, credentials: [FidoCredential], origin: String, appID: String?,
+                             locked: Bool, now: Int64) throws(StoreError) -> (PendingChallenge?, FidoChallengeResponse) {
+        guard let id = PendingChallenge.freshID() else { throw StoreError(.system, "no randomness available") }
+        let usable = locked ? [] : credentials.filter { !$0.cloned && ($0.origin == origin || $0.origin == (appID ?? origin)) }.prefix(maxOffered)
+        let response = FidoChallengeResponse(id: id, clientDataHash: PushRules.base64URLEncode(clientDataHash(challengeID: id)),
+                                             expiresIn: Int(PendingChallenge.lifetime),
+                                             credentials: usable.map { credential in
+                                                 FidoAllowedCredential(serial: credential.serial, keyHandle: PushRules.base64URLEncode(credential.keyHandle),
+                                                                       type: credential.type.rawValue, origin: credential.origin,
+                                                                       presence: credential.presence, verification: credential.verification,
+                                                                       pin: credential.pin)
+                                             })
+        guard !usable.isEmpty else { return (nil, response) }
+        let pending = PendingChallenge(id: id, user: user, host: host, kind: .fido, serial: "", position: 0, pinMode: .none, remaining: 0,
+                                       expires: now + PendingChallenge.lifetime)
+        return (pending, response)
+    }
+
+    /// A host's assertion with its fields checked.
+    public struct Assertion: Sendable {
+        public var user: String
+        public var id: String
+        public var serial: String
+        /// nil: the key was there and the user did not touch it.
+        public var signed: (authenticatorData: [UInt8], signature: [UInt8])?
+
+        public init(_ request: FidoVerifyRequest) throws(ServiceError) {
+            user = try RequestRules.user(request.user)
+            guard request.id.utf8.count <= 64, request.serial.utf8.count <= 64 else { throw ServiceError(.invalidInput, "id and serial are at most 64 characters") }
+            id = request.id
+            serial = request.serial
+            if request.declined == true {
+                signed = nil
+            } else {
+                signed = (try PushRules.binary(request.authenticatorData, "authenticator_data", maxBytes: maxAuthenticatorData),
+                          try PushRules.binary(request.signature, "signature", maxBytes: maxSignature))
+            }
+        }
+    }
+
+    /// What the store does for one assertion.
+    public struct Verdict: Sendable, Equatable {
+        public enum Write: Sendable, Equatable {
+            case none
+            /// The conditional counter write; if it changes no row the login lost a race: `lostRace()`.
+            case counter(serial: String, from: UInt32, to: UInt32)
+            /// A valid signature whose counter did not rise: the key was cloned.
+            case markCloned(serial: String)
+        }
+
+        public var write: Write = .none
+        /// Counted towards the user's lockout (everything refused but a locked user).
+        public var countsFailure: Bool
+        public var response: VerifyResponse
+        /// For the audit entry and the validator's log line.
+        public var detail: String
+    }
+
+    /// The decision for `assertion`: `challenge` is the row taken for its id (nil: unknown,
+    /// expired, used, or another host's or user's), `credential` the user's credential of that
+    /// serial (nil: none).
+    public static func decide(_ assertion: Assertion, challenge: PendingChallenge?, credential: FidoCredential?, locked: Bool) -> Verdict {
+        if locked {
+            return Verdict(countsFailure: false, response: VerifyResponse(result: .locked, serial: assertion.serial, reason: "user locked"),
+                           detail: "user locked")
+        }
+        guard let challenge, challenge.kind == .fido else {
+            return refusal(assertion, "unknown, expired or used FIDO challenge")
+        }
+        guard let credential, !credential.cloned else {
+            return refusal(assertion, credential == nil ? "no such FIDO credential for this user" : "the credential is disabled (cloned key)")
+        }
+        guard let signed = assertion.signed else { return refusal(assertion, "the key was not touched") }
+        let check = FidoAssertionCheck.verify(authenticatorData: signed.authenticatorData, signature: signed.signature,
+                                              clientDataHash: clientDataHash(challengeID: challenge.id), credential: credential,
+                                              requirePresence: credential.presence, requireVerification: credential.verification || credential.pin)
+        switch check {
+        case .refused(let refusal):
+            var verdict = Self.refusal(assertion, refusal.reason)
+            if case .counterNotIncreased = refusal {
+                verdict.write = .markCloned(serial: credential.serial)
+                verdict.detail = "\(refusal.reason); credential disabled"
+            }
+            return verdict
+        case .verified(let counter):
+            return Verdict(write: .counter(serial: credential.serial, from: credential.counter, to: counter), countsFailure: false,
+                           response: VerifyResponse(result: .accept, serial: credential.serial, reason: "security key"),
+                           detail: "counter \(counter)")
+        }
+    }
+
+    /// The verdict when the counter write changed no row: another login used the credential first.
+    public static func lostRace(_ assertion: Assertion) -> Verdict {
+        refusal(assertion, "another login used the credential at the same time")
+    }
+
+    private static func refusal(_ assertion: Assertion, _ reason: String) -> Verdict {
+        Verdict(countsFailure: true, response: VerifyResponse(result: .reject, serial: assertion.serial, reason: reason), detail: reason)
+    }
+
+    /// The response after the failure was counted.
+    public static func counted(_ response: VerifyResponse, failures: Int, lockedNow: Bool) -> VerifyResponse {
+        var response = response
+        response.failures = failures
+        response.lockedNow = lockedNow
+        return response
+    }
+}

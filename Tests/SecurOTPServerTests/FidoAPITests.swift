@@ -1,0 +1,190 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import SecurOTPCore
+import SecurOTPServer
+import SecurOTPService
+import SecurOTPStore
+import Testing
+
+/// A security key as the validator sees it (docs/fido.md, "Remote mode"): a P-256 credential,
+/// assertions over the validator's challenge with a counter the test chooses.
+private struct TestKey {
+    let privateKeyPEM: String
+    let credential: FidoCredential
+    static let origin = "pam://test-host"
+
+    init() throws {
+        let pair = try #require(PushRules.generateKeyPair())
+        privateKeyPEM = pair.privateKeyPEM
+        // SPKI of a P-256 key: the uncompressed point 04||x||y is its last 65 bytes.
+        credential = FidoCredential(keyHandle: Array((0..<32).map { _ in UInt8.random(in: 0...255) }), publicKey: Array(pair.publicKey.suffix(64)),
+                                    type: .es256, presence: true, verification: false, pin: false, origin: Self.origin)
+    }
+
+    /// The verify body for challenge `offer` with `counter` (and the UP flag per `touched`).
+    func assertion(_ offer: APIClient.Answer, user: String, serial: String, counter: UInt32, touched: Bool = true) throws -> [String: Any] {
+        let id = try #require(offer.string("id"))
+        let hashText = try #require(offer.string("client_data_hash"))
+        let hash = try #require(PushRules.base64URLDecode(hashText))
+        let authenticatorData = PushRules.sha256(Array(Self.origin.utf8)) + [touched ? 0x01 : 0x00]
+            + [UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF)]
+        let signature = try #require(PushRules.sign(authenticatorData + hash, privateKeyPEM: privateKeyPEM))
+        return ["user": user, "id": id, "serial": serial, "authenticator_data": PushRules.base64URLEncode(authenticatorData),
+                "signature": PushRules.base64URLEncode(signature)]
+    }
+}
+
+@Suite("Validator API: FIDO security keys in remote mode")
+struct FidoAPITests {
+    /// A fixture whose store holds `key`'s credential for root; returns its serial.
+    private static func enroll(_ fixture: ValidatorFixture, _ key: TestKey, user: String = "root") throws -> String {
+        let store = try Store.open(fixture.configuration.store.paths, .migrate)
+        return try store.addFido([key.credential], user: user, source: "test", maxTokens: 10, now: Int64(Date().timeIntervalSince1970))[0].serial
+    }
+
+    private static func challenge(_ client: APIClient, _ host: String, user: String = "root") async throws -> APIClient.Answer {
+        let offer = try await client.call(.post, "/v1/fido/challenge", ["user": user, "origin": TestKey.origin], bearer: host)
+        #expect(offer.status == 200, "\(offer.text)")
+        return offer
+    }
+
+    @Test("Preflight says fido; the challenge offers the credential; the assertion is accepted once, its replay refused")
+    func acceptOnceThenReplay() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let key = try TestKey()
+        let serial = try Self.enroll(fixture, key)
+        try await fixture.withClient { client in
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
+            #expect(preflight["fido"] as? Bool == true, "\(preflight.text)")
+            #expect(preflight["methods"] == nil, "no policy, no methods: \(preflight.text)")
+
+            let offer = try await Self.challenge(client, fixture.host)
+            let offered = try #require(offer["credentials"] as? [[String: Any]])
+            #expect(offered.count == 1 && offered.first?["serial"] as? String == serial, "\(offer.text)")
+            #expect(offered.first?["key_handle"] as? String == PushRules.base64URLEncode(key.credential.keyHandle))
+
+            let body = try key.assertion(offer, user: "root", serial: serial, counter: 5)
+            let accepted = try await client.call(.post, "/v1/fido/verify", body, bearer: fixture.host)
+            #expect(accepted.string("result") == "accept", "\(accepted.text)")
+            let replay = try await client.call(.post, "/v1/fido/verify", body, bearer: fixture.host)
+            #expect(replay.string("result") == "reject", "the challenge is taken once: \(replay.text)")
+            #expect(replay["failures"] as? Int == 1, "a replay counts: \(replay.text)")
+            #expect(replay.string("reason") == "unknown, expired or used FIDO challenge", "refused for its challenge, not its counter: \(replay.text)")
+            let still = try await Self.challenge(client, fixture.host)
+            #expect((still["credentials"] as? [Any])?.count == 1, "a replayed challenge does not disable the credential: \(still.text)")
+
+            // A host asking for another origin is offered nothing.
+            let elsewhere = try await client.call(.post, "/v1/fido/challenge", ["user": "root", "origin": "pam://other"], bearer: fixture.host)
+            #expect((elsewhere["credentials"] as? [Any])?.isEmpty == true, "\(elsewhere.text)")
+        }
+    }
+
+    @Test("A counter that does not rise is refused and disables the credential (cloned key); a bad signature and no touch count")
+    func clonedAndRefused() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let key = try TestKey()
+        let serial = try Self.enroll(fixture, key)
+        try await fixture.withClient { client in
+            let first = try await Self.challenge(client, fixture.host)
+            let accepted = try await client.call(.post, "/v1/fido/verify", try key.assertion(first, user: "root", serial: serial, counter: 7),
+                                                 bearer: fixture.host)
+            #expect(accepted.string("result") == "accept", "\(accepted.text)")
+
+            let untouched = try await Self.challenge(client, fixture.host)
+            let noPresence = try await client.call(.post, "/v1/fido/verify",
+                                                   try key.assertion(untouched, user: "root", serial: serial, counter: 8, touched: false),
+                                                   bearer: fixture.host)
+            #expect(noPresence.string("result") == "reject" && noPresence["failures"] as? Int == 1, "\(noPresence.text)")
+
+            let declinedOffer = try await Self.challenge(client, fixture.host)
+            let declined = try await client.call(.post, "/v1/fido/verify",
+                                                 ["user": "root", "id": try #require(declinedOffer.string("id")), "serial": serial, "declined": true],
+                                                 bearer: fixture.host)
+            #expect(declined.string("result") == "reject" && declined["failures"] as? Int == 2, "\(declined.text)")
+
+            let stale = try await Self.challenge(client, fixture.host)
+            let cloned = try await client.call(.post, "/v1/fido/verify", try key.assertion(stale, user: "root", serial: serial, counter: 7),
+                                               bearer: fixture.host)
+            #expect(cloned.string("result") == "reject", "\(cloned.text)")
+            #expect(cloned.string("reason")?.hasSuffix("the key was cloned") == true, "\(cloned.text)")
+
+            let after = try await Self.challenge(client, fixture.host)
+            #expect((after["credentials"] as? [Any])?.isEmpty == true, "a cloned credential is never offered again: \(after.text)")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
+            #expect(preflight["fido"] == nil, "\(preflight.text)")
+            let audit = try await client.call(.get, "/v1/audit?user=root", bearer: fixture.admin)
+            #expect(audit.text.contains("credential disabled"), "\(audit.text)")
+        }
+    }
+
+    @Test("Two logins racing with the same counter: exactly one is accepted")
+    func racingLogins() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let key = try TestKey()
+        let serial = try Self.enroll(fixture, key)
+        try await fixture.withClient { client in
+            let one = try await Self.challenge(client, fixture.host)
+            let two = try await Self.challenge(client, fixture.host)
+            let bodies = [try key.assertion(one, user: "root", serial: serial, counter: 3), try key.assertion(two, user: "root", serial: serial, counter: 3)]
+            let host = fixture.host
+            let results = try await withThrowingTaskGroup(of: String.self) { group in
+                for body in bodies {
+                    let sendable = try JSONSerialization.data(withJSONObject: body)
+                    group.addTask {
+                        let decoded = try JSONSerialization.jsonObject(with: sendable) as? [String: Any]
+                        return try await client.call(.post, "/v1/fido/verify", decoded, bearer: host).string("result") ?? ""
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.filter { $0 == "accept" }.count == 1, "\(results)")
+        }
+    }
+
+    @Test("A locked user is offered no credential and an assertion is answered locked; a user's method policy reaches preflight")
+    func lockedAndMethods() async throws {
+        let fixture = try await ValidatorFixture.make { $0.store.policy.deny = 1 }
+        let key = try TestKey()
+        let serial = try Self.enroll(fixture, key)
+        let store = try Store.open(fixture.configuration.store.paths, .migrate)
+        try store.setMethodPolicy("root", try #require(LoginMethods(parsing: "otp,fido")))
+        try await fixture.withClient { client in
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
+            #expect(preflight["methods"] as? [String] == ["otp", "fido"], "\(preflight.text)")
+
+            let first = try await Self.challenge(client, fixture.host)
+            let declined = try await client.call(.post, "/v1/fido/verify",
+                                                 ["user": "root", "id": try #require(first.string("id")), "serial": serial, "declined": true],
+                                                 bearer: fixture.host)
+            #expect(declined["locked_now"] as? Bool == true, "deny=1: \(declined.text)")
+            let locked = try await Self.challenge(client, fixture.host)
+            #expect((locked["credentials"] as? [Any])?.isEmpty == true, "\(locked.text)")
+        }
+    }
+
+    @Test("Admins keep and list FIDO credentials (securotp --server import and fido export); hosts may not")
+    func adminRoutes() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let key = try TestKey()
+        try await fixture.withClient { client in
+            let body: [String: Any] = ["credentials": [["credential": key.credential.u2fField, "origin": TestKey.origin]], "source": "pamu2fcfg"]
+            let byHost = try await client.call(.post, "/v1/users/root/fido", body, bearer: fixture.host)
+            #expect(byHost.status == 403, "\(byHost.text)")
+            let added = try await client.call(.post, "/v1/users/root/fido", body, bearer: fixture.admin)
+            #expect(added.status == 201, "\(added.text)")
+            let again = try await client.call(.post, "/v1/users/root/fido", body, bearer: fixture.admin)
+            #expect(again.status == 400, "the same key handle twice: \(again.text)")
+            let bad = try await client.call(.post, "/v1/users/root/fido", ["credentials": [["credential": "x,y,es256,", "origin": TestKey.origin]],
+                                                                          "source": "pamu2fcfg"], bearer: fixture.admin)
+            #expect(bad.status == 400, "\(bad.text)")
+
+            let listed = try await client.call(.get, "/v1/users/root/fido", bearer: fixture.admin)
+            let credentials = try #require(listed["credentials"] as? [[String: Any]], "\(listed.text)")
+            #expect(credentials.count == 1 && credentials.first?["credential"] as? String == key.credential.u2fField, "\(listed.text)")
+            #expect(credentials.first?["state"] as? String == "active" && credentials.first?["origin"] as? String == TestKey.origin)
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
+            #expect(preflight["fido"] as? Bool == true, "\(preflight.text)")
+        }
+    }
+}
