@@ -59,7 +59,7 @@ enum FidoLogin {
         // Without a key the passcode step decides, if the user has a code to give.
         let unavailable: Outcome = hasPasscodes ? .unavailable : .refused(PAM_AUTH_ERR)
         if locked {
-            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) is locked; not asking for the security key")
+            session.log(.fidoLocked, LOG_NOTICE, "FIDO: \(login.shownUser) is locked; not asking for the security key")
             return .refused(PAM_AUTH_ERR)
         }
         let origin = fido.effectiveOrigin
@@ -73,12 +73,12 @@ enum FidoLogin {
             return effective
         }
         guard !usable.isEmpty else {
-            session.log(LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
+            session.log(.fidoNoCredentialForOrigin, LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
             return unavailable
         }
         var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
         guard securotp_fido_load(&errorText) == 1 else {
-            session.log(LOG_ERR, "FIDO: \(text(errorText)); security keys cannot be used, other methods still work")
+            session.log(.fidoUnavailable, LOG_ERR, "FIDO: \(text(errorText)); security keys cannot be used, other methods still work")
             return unavailable
         }
         for credential in usable {
@@ -90,7 +90,7 @@ enum FidoLogin {
             }
             return counted(authenticate(login, credential, origin: credential.origin, path: path), login)
         }
-        session.log(LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
+        session.log(.fidoNoKeyAttached, LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
         return unavailable
     }
 
@@ -102,14 +102,14 @@ enum FidoLogin {
         if credential.pin {
             let (code, response) = session.askSecret(pinPrompt)
             guard let response else {
-                session.log(LOG_ERR, "FIDO: conversation failed for \(login.shownUser) asking for the PIN")
+                session.log(.conversationFailed, LOG_ERR, "FIDO: conversation failed for \(login.shownUser) asking for the PIN")
                 return .refused(code)
             }
             pin = response
         }
         if login.settings.fido.cue { session.tell(login.settings.fido.cuePrompt) }
         guard let challenge = SecretBytes.random(count: 32) else {
-            session.log(LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
+            session.log(.noRandomness, LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
         }
         let clientDataHash = challenge.withUnsafeBytes { Array($0) }
@@ -123,10 +123,10 @@ enum FidoLogin {
         let shownKey = "credential \(credential.serial) of \(login.shownUser)"
         guard result == Int32(SECUROTP_FIDO_OK) else {
             switch Int(result) {
-            case Int(SECUROTP_FIDO_DENIED): session.log(LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
+            case Int(SECUROTP_FIDO_DENIED): session.log(.fidoNotTouched, LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
             case Int(SECUROTP_FIDO_PIN_INVALID), Int(SECUROTP_FIDO_PIN_REQUIRED):
-                session.log(LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
-            default: session.log(LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
+                session.log(.fidoPINRefused, LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
+            default: session.log(.fidoKeyFailed, LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
             }
             return result == Int32(SECUROTP_FIDO_DENIED) ? .declined : .refused(PAM_AUTH_ERR)
         }
@@ -141,22 +141,22 @@ enum FidoLogin {
         switch check {
         case .refused(let refusal):
             if case .counterNotIncreased = refusal {
-                session.log(LOG_ALERT, "FIDO: \(shownKey): \(refusal.reason); credential disabled (securotp fido export shows the rest; securotp delete \(login.shownUser) \(credential.serial) removes it)")
+                session.log(.fidoCloned, LOG_ALERT, "FIDO: \(shownKey): \(refusal.reason); credential disabled (securotp fido export shows the rest; securotp delete \(login.shownUser) \(credential.serial) removes it)")
                 do {
                     try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
                         try store.markFidoCloned(user: login.user, serial: credential.serial)
                     }
                 } catch {
-                    session.log(LOG_ERR, "FIDO: cannot mark \(shownKey) as cloned: \(error.message)")
+                    session.log(.fidoCannotMarkCloned, LOG_ERR, "FIDO: cannot mark \(shownKey) as cloned: \(error.message)")
                 }
             } else {
-                session.log(LOG_NOTICE, "FIDO: \(shownKey) refused: \(refusal.reason)")
+                session.log(.fidoRefused, LOG_NOTICE, "FIDO: \(shownKey) refused: \(refusal.reason)")
             }
             return .refused(PAM_AUTH_ERR)
         case .verified(let counter):
             guard credential.source != mappingFileSource else {
                 // The mapping file keeps no counter and is never written (docs/fido.md).
-                session.log(LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter) not kept: a mapping-file credential)")
+                session.log(.fidoAccepted, LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter) not kept: a mapping-file credential)")
                 return .accepted
             }
             let recorded: Bool
@@ -165,14 +165,14 @@ enum FidoLogin {
                     try store.acceptFidoCounter(user: login.user, serial: credential.serial, from: credential.counter, to: counter, now: now)
                 }
             } catch {
-                session.log(LOG_ERR, "FIDO: cannot record the counter of \(shownKey), denying: \(error.message)")
+                session.log(.fidoCounterNotRecorded, LOG_ERR, "FIDO: cannot record the counter of \(shownKey), denying: \(error.message)")
                 return .refused(PAM_AUTHINFO_UNAVAIL)
             }
             guard recorded else {
-                session.log(LOG_NOTICE, "FIDO: \(shownKey): another login used the credential at the same time; denying this one")
+                session.log(.fidoConcurrentUse, LOG_NOTICE, "FIDO: \(shownKey): another login used the credential at the same time; denying this one")
                 return .refused(PAM_AUTH_ERR)
             }
-            session.log(LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter))")
+            session.log(.fidoAccepted, LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter))")
             return .accepted
         }
     }
@@ -189,7 +189,7 @@ enum FidoLogin {
                     try store.recordFidoFailure(user: login.user, policy: login.settings.policy, now: now)
                 }
                 if lockedNow {
-                    login.session.log(LOG_NOTICE, "FIDO: \(login.shownUser) locked after \(failures) failures (securotp unlock \(login.shownUser) lifts it)")
+                    login.session.log(.fidoLockedNow, LOG_NOTICE, "FIDO: \(login.shownUser) locked after \(failures) failures (securotp unlock \(login.shownUser) lifts it)")
                 }
             case .accepted:
                 try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
@@ -198,7 +198,7 @@ enum FidoLogin {
             default: break
             }
         } catch {
-            login.session.log(LOG_ERR, "FIDO: cannot record the login of \(login.shownUser), denying: \(error.message)")
+            login.session.log(.fidoLoginNotRecorded, LOG_ERR, "FIDO: cannot record the login of \(login.shownUser), denying: \(error.message)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
         }
         return outcome
@@ -223,14 +223,14 @@ enum FidoLogin {
             session.debugLog("FIDO: mapping file \(path) does not exist; nouserok: no credentials there")
             return []
         } catch {
-            session.log(LOG_ERR, "FIDO: mapping file (authfile=): \(error.message); denying \(login.shownUser)")
+            session.log(.fidoMappingFileError, LOG_ERR, "FIDO: mapping file (authfile=): \(error.message); denying \(login.shownUser)")
             return nil
         }
         guard let line = U2FMappingFile.line(for: login.user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
             return []
         }
         for problem in line.problems {
-            session.log(LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
+            session.log(.fidoMappingLineSkipped, LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
         }
         var credentials: [FidoCredential] = []
         for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.keyHandle == credential.keyHandle }) {

@@ -21,7 +21,7 @@ struct FidoCommand: AsyncParsableCommand {
 extension CommandContext {
     func openFidoStore() throws -> Store {
         guard case .local = target else {
-            throw CLIError(message: "FIDO credentials are kept in the local store only; run this on the host without --server or --database", exitCode: 64)
+            throw CLIError(.localStoreOnly, "FIDO credentials are kept in the local store only; run this on the host without --server or --database")
         }
         return try Store.open(settings.paths, .create)
     }
@@ -86,7 +86,7 @@ struct FidoEnroll: ContextCommand {
         let store = try context.openFidoStore()
         let pinText = pin ? try context.secretLine("PIN of the security key: ", "PIN") : nil
         guard let challenge = SecretBytes.random(count: 32), let userID = SecretBytes.random(count: 32) else {
-            throw CLIError(message: "no randomness available", exitCode: 71)
+            throw CLIError(.system, "no randomness available")
         }
         var made = securotp_fido_credential()
         var error = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
@@ -110,13 +110,13 @@ struct FidoEnroll: ContextCommand {
         switch Int(result) {
         case Int(SECUROTP_FIDO_OK): break
         case Int(SECUROTP_FIDO_PIN_REQUIRED):
-            throw CLIError(message: "the security key has a PIN: run again with --pin (\(message))", exitCode: 65)
+            throw CLIError(.fidoPINRequired, "the security key has a PIN: run again with --pin (\(message))")
         case Int(SECUROTP_FIDO_DENIED):
-            throw CLIError(message: "the security key was not touched; nothing enrolled (\(message))", exitCode: 65)
+            throw CLIError(.fidoNotTouched, "the security key was not touched; nothing enrolled (\(message))")
         case Int(SECUROTP_FIDO_UNAVAILABLE), Int(SECUROTP_FIDO_NO_DEVICE):
-            throw CLIError(message: "\(message); attach a security key (libfido2-1 must be installed)", exitCode: 69)
+            throw CLIError(.unavailable, "\(message); attach a security key (libfido2-1 must be installed)")
         default:
-            throw CLIError(message: "security key: \(message)", exitCode: 65)
+            throw CLIError(.fidoKeyFailed, "security key: \(message)")
         }
         let handleLength = made.credential_id_length, keyLength = made.public_key_length
         let handle = withUnsafeBytes(of: &made.credential_id) { Array($0.prefix(min(handleLength, $0.count))) }
@@ -154,7 +154,7 @@ struct FidoExport: ContextCommand {
         case .text:
             let active = credentials.filter { !$0.cloned }
             guard !active.isEmpty else {
-                throw CLIError(message: "\(user) has no usable FIDO credential; enroll one with: securotp fido enroll \(user)", exitCode: 66)
+                throw CLIError(.fidoNoCredential, "\(user) has no usable FIDO credential; enroll one with: securotp fido enroll \(user)")
             }
             context.print(FidoCredential.u2fLine(user: user, active))
         }
@@ -185,10 +185,10 @@ enum FidoImport {
         let text = String(decoding: bytes, as: UTF8.self)
         let shownPath = TerminalText.escaped(path)
         guard let line = U2FMappingFile.line(for: user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
-            throw CLIError(message: "\(shownPath) has no line for \(user) (pam_u2f mapping file: user:KH,PK,type,attributes); nothing imported", exitCode: 65)
+            throw CLIError(.invalidInput, "\(shownPath) has no line for \(user) (pam_u2f mapping file: user:KH,PK,type,attributes); nothing imported")
         }
         if let problem = line.problems.first {
-            throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
+            throw CLIError(.invalidInput, "\(shownPath):\(line.number): \(problem); nothing imported")
         }
         let store = try context.openFidoStore()
         let added = try store.addFido(line.credentials, user: user, source: "mapping-file", maxTokens: context.settings.maxTokens,
@@ -208,9 +208,9 @@ enum FidoImport {
     static func run(user: String, line: String, format: OutputFormat, context: CommandContext) throws {
         let origin = context.settings.fido.effectiveOrigin
         let parsed = FidoCredential.parse(line: line, origin: origin, appID: context.settings.fido.effectiveAppID)
-        guard parsed.problem.isEmpty else { throw CLIError(message: "pam_u2f line: \(parsed.problem)", exitCode: 65) }
+        guard parsed.problem.isEmpty else { throw CLIError(.invalidInput, "pam_u2f line: \(parsed.problem)") }
         guard parsed.user.isEmpty || parsed.user == user else {
-            throw CLIError(message: "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)", exitCode: 65)
+            throw CLIError(.invalidInput, "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)")
         }
         let store = try context.openFidoStore()
         let added = try store.addFido(parsed.credentials, user: user, source: "pamu2fcfg", maxTokens: context.settings.maxTokens,
