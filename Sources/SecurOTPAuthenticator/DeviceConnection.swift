@@ -31,11 +31,7 @@ public struct DeviceConnection: Sendable {
         } else {
             host = authority.prefix { $0 != ":" }
         }
-        // 127.0.0.0/8 as a dotted IPv4 literal only: "127.0.0.1.example.com" is a name.
-        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
-        let loopbackIPv4 = octets.count == 4 && octets[0] == "127"
-            && octets.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && UInt8($0) != nil }
-        return host == "localhost" || host == "::1" || loopbackIPv4
+        return LoopbackHost.contains(String(host))
     }
 
     /// An HTTP answer: status and body. Transport failures throw.

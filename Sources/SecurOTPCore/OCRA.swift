@@ -181,14 +181,7 @@ public enum OCRA {
         var binary: UInt64 = 0
         for index in offset..<(offset + 4) where index < mac.count { binary = binary << 8 | UInt64(mac[index]) }
         binary &= 0x7fff_ffff
-        var code = [UInt8](repeating: UInt8(ascii: "0"), count: digits)
-        var position = digits - 1
-        while position >= 0 {
-            code[position] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: binary % 10)
-            binary /= 10
-            position -= 1
-        }
-        return code
+        return DecimalDigits.low(binary, count: digits)
     }
 
     static func hexadecimal(_ bytes: UnsafeBufferPointer<UInt8>) -> [UInt8] {

@@ -16,17 +16,7 @@ public enum OTP {
         for index in offset..<(offset + 4) { binary = binary << 8 | UInt32(mac[index]) }
         binary &= 0x7fff_ffff
         let clampedDigits = min(max(digits, digitRange.lowerBound), digitRange.upperBound)
-        var modulus: UInt32 = 1
-        for _ in 0..<clampedDigits { modulus &*= 10 }
-        var value = binary % modulus
-        var code = [UInt8](repeating: UInt8(ascii: "0"), count: clampedDigits)
-        var position = clampedDigits - 1
-        while value > 0, position >= 0 {
-            code[position] = UInt8(ascii: "0") + UInt8(value % 10)
-            value /= 10
-            position -= 1
-        }
-        return code
+        return DecimalDigits.low(UInt64(binary), count: clampedDigits)
     }
 
     /// The TOTP time step containing `unixTime` (T = floor((time - T0) / X)); nil before T0.

@@ -172,6 +172,23 @@ enum PostgresSchema {
             expires BIGINT NOT NULL
         );
         """),
+        // 7: a passkey's credential id is registered once, as the SQLite store's schema 9. A
+        // database holding a repeated id is refused with the devices named, nothing changed.
+        ["""
+        DO $$
+        DECLARE repeated TEXT;
+        BEGIN
+            SELECT string_agg(quote_literal(w.device) || ' of ' || quote_literal(coalesce(d."user", '')), ', '
+                              ORDER BY w.credential_id, d.created, w.device)
+            INTO repeated
+            FROM web_devices w LEFT JOIN devices d ON d.id = w.device
+            WHERE w.credential_id IN (SELECT credential_id FROM web_devices WHERE credential_id IS NOT NULL
+                                      GROUP BY credential_id HAVING count(*) > 1);
+            IF repeated IS NOT NULL THEN
+                RAISE EXCEPTION 'web devices % share a passkey credential id (oldest first per id); this securotpd refuses a credential id registered twice (schema 7) and changed nothing. Keep the genuine one (normally the oldest), run UPDATE web_devices SET credential_id = NULL WHERE device IN (...the others...) with the previous securotpd''s database, start this one again and remove them: securotp device remove USER DEVICE', left(repeated, 2000);
+            END IF;
+        END $$
+        """, "CREATE UNIQUE INDEX web_devices_by_credential ON web_devices (credential_id)"],
     ]
 
     private static func statements(_ script: String) -> [String] {

@@ -72,6 +72,15 @@ extension PostgresTokenService: WebDeviceService {
                 return .failure(WebEnrollmentRules.refused(refusal))
             case .success(let accepted): credential = accepted
             }
+            var holder: String?
+            for try await (id) in try await connection.query("""
+                SELECT device FROM web_devices WHERE credential_id = \(Self.bytea(credential.credentialID))
+                """, logger: self.logger).decode(String.self) { holder = id }
+            if let holder {
+                try await self.webAudit(action, device.id, device.user, "denied", WebEnrollmentRules.credentialRegisteredDetail(holder: holder),
+                                        address: address, now: now, connection)
+                return .failure(WebEnrollmentRules.credentialRegistered)
+            }
             guard let unusable = SecretBytes.random(count: 32) else { throw ServiceError(.system, "no randomness available from getrandom(2)") }
             guard try await self.changed("""
                 UPDATE devices SET activation_hash = NULL, state = 'active', aaid = \(WebEnrollmentRules.aaid),
@@ -129,10 +138,20 @@ extension PostgresTokenService: WebDeviceService {
                                                    signature: parts.signature, publicKey: row.publicKey, expectedChallenge: parts.challenge,
                                                    expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
                                                    expectedRPID: WebSessionRules.rpID(origin: origin), requireUserVerification: true)
-            guard case .accepted = checked else {
+            guard case .accepted(let counter, _) = checked else {
                 if case .refused(let refusal) = checked {
                     try await self.webAudit(action, row.id, row.user, "denied", refusal.code, address: address, now: now, connection)
                 }
+                return .failure(WebSessionRules.refused)
+            }
+            // The counter moves forward in the statement that checks it (PushDecisions.counterAdvances),
+            // as an approval's does: exactly once across nodes; a counter that does not advance is a
+            // cloned passkey's.
+            guard try await self.changed("""
+                UPDATE devices SET sign_counter = GREATEST(sign_counter, \(Int64(counter))), last_used = \(now)
+                WHERE id = \(row.id) AND (\(Int64(counter)) = 0 OR sign_counter < \(Int64(counter))) RETURNING 1
+                """, connection) else {
+                try await self.webAudit(action, row.id, row.user, "denied", PushDecisions.counterNotAdvancedDetail, address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }
             let expires = now + WebSessionRules.sessionLifetime

@@ -134,15 +134,7 @@ public struct SecurIDToken {
     /// `value mod 10^digits` as exactly `digits` ASCII digits (1...8).
     static func decimal(_ value: UInt32, digits: Int) -> [UInt8] {
         guard (1...8).contains(digits) else { return [] }
-        var remaining = value
-        var out = [UInt8](repeating: UInt8(ascii: "0"), count: digits)
-        var position = digits - 1
-        while position >= 0 {
-            out[position] = UInt8(ascii: "0") + UInt8(remaining % 10)
-            remaining /= 10
-            position -= 1
-        }
-        return out
+        return DecimalDigits.low(UInt64(value), count: digits)
     }
 
     private static func combine(_ pin: [UInt8], _ code: [UInt8], sign: Int) -> [UInt8] {

@@ -64,7 +64,8 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
     let waiters = waiters ?? PushWaiters(capacity: configuration.maxPushWaiters)
     // Nodes sharing a database end each other's waits (PushChangeFeed).
     (service as? any PushChangeFeed)?.followPushChanges { key in await waiters.notify(key) }
-    let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute)
+    let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute,
+                            addressPerMinute: configuration.webRequestsPerMinute)
     let router = Router(context: ValidatorRequestContext.self)
     router.add(middleware: AccessLog(metrics: metrics))
     router.add(middleware: ErrorEnvelopeMiddleware())
@@ -78,7 +79,8 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
         .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .admin, limits: limits, metrics: metrics)))
     push.addActivation(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)))
     WebRoutes(devices: service as? any WebDeviceService)
-        .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: OriginCheck(publicURL: configuration.push.publicURL)))
+        .add(to: router.group("v1").add(middleware: AddressRateLimit(limits: limits, metrics: metrics)).add(middleware: BodyLimit(bytes: BodyLimit.host))
+            .add(middleware: OriginCheck(publicURL: configuration.push.publicURL)))
     push.addDevice(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host))
         .add(middleware: OriginCheck(publicURL: configuration.push.publicURL))
         .add(middleware: DeviceAuthenticate(devices: service as? any DeviceService, metrics: metrics)))

@@ -23,7 +23,7 @@ public struct DaemonConfiguration: Sendable {
         var isLocal: Bool {
             switch self {
             case .unix: true
-            case .tcp(let host, _): host == "127.0.0.1" || host == "::1" || host == "localhost" || host.hasPrefix("127.")
+            case .tcp(let host, _): LoopbackHost.contains(host)
             }
         }
     }
@@ -42,6 +42,9 @@ public struct DaemonConfiguration: Sendable {
     public var postgresURL: String?
     public var hostRequestsPerSecond = 200
     public var userVerificationsPerMinute = 30
+    /// `rate_limit_web`: requests per minute per client address on the routes without a
+    /// credential (`/v1/web/*`); 0 turns it off.
+    public var webRequestsPerMinute = 60
     /// `metrics = no` turns Prometheus metrics off wherever `metrics_listen` points.
     public var metrics = true
     /// Where `/metrics` is served (plain HTTP, no credential): a listener of its own, loopback
@@ -68,7 +71,7 @@ public struct DaemonConfiguration: Sendable {
     public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
                                         "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level",
                                         "push_limit", "push_lifetime", "activation_lifetime", "device_pin", "device_pin_min", "device_pin_max",
-                                        "push_waiters", "push_hook_url", "push_hook_command", "public_url"] + storeKeys.sorted()
+                                        "push_waiters", "push_hook_url", "push_hook_command", "public_url", "rate_limit_web"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
@@ -102,6 +105,7 @@ public struct DaemonConfiguration: Sendable {
             }
         case "rate_limit_host": hostRequestsPerSecond = try integer(0...1_000_000)
         case "rate_limit_user": userVerificationsPerMinute = try integer(0...100_000)
+        case "rate_limit_web": webRequestsPerMinute = try integer(0...100_000)
         case "metrics":
             switch value.lowercased() {
             case "yes", "true", "on", "1": metrics = true
@@ -204,8 +208,16 @@ public struct DaemonConfiguration: Sendable {
         if let tlsKey {
             do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
         }
-        if let pushHookCommand, !FileManager.default.isExecutableFile(atPath: pushHookCommand) {
-            throw ServiceError(.config, "push_hook_command = \(TerminalText.quoted(pushHookCommand)) is not an executable file")
+        if let pushHookCommand {
+            // The daemon runs it with every login's user and host: whoever may change the file
+            // runs code as the daemon, so it is checked like policy (no symlink, owned by root or
+            // the daemon's user, not writable by others).
+            do throws(StoreError) { try FileSecurity.check(pushHookCommand, .policy) } catch {
+                throw ServiceError(.config, "push_hook_command: \(error.message)")
+            }
+            guard FileManager.default.isExecutableFile(atPath: pushHookCommand) else {
+                throw ServiceError(.config, "push_hook_command = \(TerminalText.quoted(pushHookCommand)) is not executable; fix: chmod 755 \(pushHookCommand)")
+            }
         }
         for file in [tlsCertificate, tlsClientCA].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {
             throw ServiceError(.config, "\(TerminalText.quoted(file)) cannot be read")

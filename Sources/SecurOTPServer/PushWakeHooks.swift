@@ -52,7 +52,7 @@ public struct PushHookURL: Sendable, Equatable, CustomStringConvertible {
     public init?(_ template: String) {
         guard template.utf8.count <= 2048, template.unicodeScalars.allSatisfy({ $0.isASCII && $0.value > 0x20 && $0.value < 0x7F }),
               let url = Self.parse(template.replacingOccurrences(of: "{user}", with: "user")) else { return nil }
-        if url.scheme == "http", !Self.isLoopback(url.host) { return nil }
+        if url.scheme == "http", !LoopbackHost.contains(url.host) { return nil }
         self.template = template
     }
 
@@ -75,10 +75,6 @@ public struct PushHookURL: Sendable, Equatable, CustomStringConvertible {
         return (scheme, host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host, port, target)
     }
 
-    static func isLoopback(_ host: String?) -> Bool {
-        guard let host else { return false }
-        return host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-    }
 }
 
 /// Wakes a phone or desktop when a push request is stored (docs/push.md, "Wake-up hooks"): an

@@ -1,3 +1,5 @@
+import SecurOTPCore
+
 /// Schema versions, kept in SQLite's `user_version`. Each migration moves the database one
 /// version up inside one transaction; a database newer than this build is refused.
 enum Schema {
@@ -185,9 +187,52 @@ enum Schema {
             methods TEXT NOT NULL
         ) WITHOUT ROWID;
         """,
+        // 9: a passkey's credential id is registered once, for one device (WebAuthn: the RP
+        // refuses a registration whose credential id is already registered). NULL (pending
+        // devices) repeats freely. A database holding a repeated id is refused before this
+        // runs (`refuseRepeatedCredentialIDs`), never cleaned up silently.
+        """
+        CREATE UNIQUE INDEX web_devices_by_credential ON web_devices(credential_id);
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }
 
-    static func migrate(_ db: SQLiteDatabase) throws(StoreError) { try db.migrate(migrations, program: "securotp") }
+    static func migrate(_ db: SQLiteDatabase) throws(StoreError) {
+        try refuseRepeatedCredentialIDs(db)
+        try db.migrate(migrations, program: "securotp")
+    }
+
+    /// Web devices made before schema 9 may share a credential id (only an attacker's
+    /// hand-made registration or one passkey enrolled twice does that). Which one is genuine
+    /// is the admin's call, so the upgrade stops, names them and says how to go on; nothing is
+    /// changed. (A repeat added between this check and the migration fails the index instead.)
+    static func refuseRepeatedCredentialIDs(_ db: SQLiteDatabase) throws(StoreError) {
+        let version = try db.userVersion()
+        guard version >= 7, version < 9 else { return }
+        let statement = try db.prepare("""
+            SELECT w.device, coalesce(d.user, ''), w.credential_id FROM web_devices w LEFT JOIN devices d ON d.id = w.device
+            WHERE w.credential_id IN (SELECT credential_id FROM web_devices WHERE credential_id IS NOT NULL GROUP BY credential_id HAVING count(*) > 1)
+            ORDER BY w.credential_id, coalesce(d.created, 0), w.device LIMIT 20
+            """)
+        defer { statement.reset() }
+        var shown: [String] = []
+        var later: [String] = [] // all but the oldest of each credential id
+        var previousID: [UInt8]?
+        while try statement.step() {
+            let device = statement.text(0)
+            let credentialID = statement.blob(2)
+            shown.append("\(TerminalText.quoted(device)) of \(TerminalText.quoted(statement.text(1)))")
+            if credentialID == previousID { later.append("'" + TerminalText.bounded(TerminalText.escaped(device), maxBytes: 64).split(separator: "'", omittingEmptySubsequences: false).joined(separator: "''") + "'") }
+            previousID = credentialID
+        }
+        guard !shown.isEmpty else { return }
+        throw StoreError(.corrupt, """
+            database \(db.path): web devices \(shown.joined(separator: ", ")) share a passkey credential id (listed oldest first per id); \
+            this version refuses a credential id registered twice (schema 9) and changed nothing. Keep the genuine one (normally the \
+            oldest) and unlink the others with the previous version's database: sqlite3 \(TerminalText.quoted(db.path)) \
+            "UPDATE web_devices SET credential_id = NULL WHERE device IN (\(later.joined(separator: ",")))" (all but the oldest of each id: adjust it), \
+            then start this version again and remove them: securotp device remove USER DEVICE (docs/push.md)
+            """)
+    }
 }

@@ -64,6 +64,10 @@ public struct Settings: Sendable, Equatable {
             guard let value, value.hasPrefix("/") else { throw fail("expected an absolute path") }
             return value
         }
+        func allowed() throws(StoreError) -> Bool {
+            guard let value, value == "allow" || value == "deny" else { throw fail("expected allow or deny") }
+            return value == "allow"
+        }
 
         switch key {
         case "database": paths.database = try path()
@@ -124,15 +128,11 @@ public struct Settings: Sendable, Equatable {
             remote.failMode = mode
         case "push_timeout": remote.pushTimeout = try integer(ValidatorSettings.pushTimeoutRange)
         case "device_ca": remote.deviceCA = try path()
-        case "push_offline":
-            guard let value, value == "allow" || value == "deny" else { throw fail("expected allow or deny") }
-            remote.pushOffline = value == "allow"
+        case "push_offline": remote.pushOffline = try allowed()
         case "device_uv":
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule
-        case "push_web":
-            guard let value, value == "allow" || value == "deny" else { throw fail("expected allow or deny") }
-            remote.pushWeb = value == "allow"
+        case "push_web": remote.pushWeb = try allowed()
         case "web_origin":
             guard let value, ClientData.webRPID(origin: value) != nil else {
                 throw fail("expected the validator's public_url origin, https://HOST[:PORT] (lowercase, no path)")

@@ -1,3 +1,5 @@
+import SecurOTPCore
+
 /// The module's remote mode: `validator=` names a securotpd that decides every login instead
 /// of the local store (docs/design.md, "Where a verification goes"). Without `validator=`, the
 /// module works locally and the other keys here must not be set.
@@ -56,7 +58,8 @@ public struct ValidatorSettings: Sendable, Equatable {
             let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey),
                          ("offline_cache", offlineCache), ("device_ca", deviceCA), ("web_origin", webOrigin),
                          ("push_timeout", pushTimeout == Self().pushTimeout ? nil : "\(pushTimeout)"),
-                         ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue)]
+                         ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue),
+                         ("push_offline", pushOffline.map { $0 ? "allow" : "deny" }), ("push_web", pushWeb.map { $0 ? "allow" : "deny" })]
                 .filter { $0.1 != nil }.map { $0.0 }
             if let key = stray.first {
                 throw StoreError(.config, "\(key) is set but validator is not; set validator=https://HOST:PORT or remove \(key)")
@@ -111,7 +114,7 @@ public enum ValidatorAddress: Sendable, Equatable, CustomStringConvertible {
         if secure {
             self = .https(host: target.host, port: target.port)
         } else {
-            guard Self.isLoopback(target.host) else { return nil }
+            guard LoopbackHost.contains(target.host) else { return nil }
             self = .http(host: target.host, port: target.port)
         }
     }
@@ -159,15 +162,6 @@ public enum ValidatorAddress: Sendable, Equatable, CustomStringConvertible {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x61 && byte <= 0x66) || (byte >= 0x41 && byte <= 0x46)
     }
 
-    /// Plain HTTP is allowed only where nobody else can listen in.
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" || host == "[::1]" { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts.first == "127" else { return false }
-        return parts.allSatisfy { part in
-            !part.isEmpty && part.utf8.count <= 3 && part.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } && (Int(part).map { $0 <= 255 } ?? false)
-        }
-    }
 
     /// What libcurl (CHTTP) is asked for `path` ("/v1/verify").
     public func url(_ path: String) -> String {

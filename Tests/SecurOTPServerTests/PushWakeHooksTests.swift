@@ -155,6 +155,29 @@ struct PushWakeHooksTests {
         #expect(configuration.pushHookURL?.template == "https://ntfy.example/securotp-{user}")
     }
 
+    @Test("push_hook_command must be a regular executable file nobody else may change")
+    func commandFileChecked() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookfile-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/wake"
+        try "#!/bin/sh\nexit 0\n".write(toFile: script, atomically: false, encoding: .utf8)
+        func validate(_ path: String) throws {
+            var configuration = DaemonConfiguration()
+            try configuration.apply(key: "push_hook_command", value: path, origin: "test")
+            try configuration.validate()
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        try validate(script)
+        for (mode, why) in [(0o775, "writable by other users"), (0o757, "writable by other users"), (0o644, "is not executable")] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: script)
+            #expect { try validate(script) } throws: { error in "\(error)".contains(why) }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: script)
+        #expect { try validate(directory + "/link") } throws: { error in "\(error)".contains("symbolic link") }
+    }
+
     @Test("A user's name in the URL is percent-encoded")
     func userEncoded() async throws {
         let receiver = WakeReceiver()

@@ -1,7 +1,10 @@
 import Foundation
+import Logging
 import SecurOTPCore
+@testable import SecurOTPPostgres
 import SecurOTPServer
 import SecurOTPService
+import SecurOTPStore
 import Testing
 
 /// The few CBOR heads a software authenticator writes (tests only).
@@ -26,9 +29,11 @@ enum TestCBOR {
 struct SoftPasskey {
     let privateKeyPEM: String
     let publicKey: [UInt8]
-    let credentialID: [UInt8] = Array((0..<48).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) })
+    /// Random, as an authenticator's: a credential id is registered once (schema 9).
+    let credentialID: [UInt8]
 
     init() throws {
+        credentialID = (0..<48).map { _ in UInt8.random(in: 0...255) }
         let pair = try #require(PushRules.generateKeyPair())
         privateKeyPEM = pair.privateKeyPEM
         publicKey = pair.publicKey
@@ -251,12 +256,79 @@ struct WebEnrollmentTests {
             let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
             #expect(preflight["push"] as? Bool == true, "\(preflight.text)")
 
+            // The same passkey (credential id) again, for another user: refused, the code kept.
+            var second = try await Self.webDevice(client, fixture, "mallory")
+            let repeated = try await client.call(.post, "/v1/web/enroll", Self.enrollBody(passkey, code: second.code, challenge: second.options.string("challenge") ?? ""))
+            #expect(repeated.status == 409 && repeated.text.contains("credential_registered"), "\(repeated.text)")
+            second.options = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": second.code])
+            let another = try await client.call(.post, "/v1/web/enroll",
+                                                Self.enrollBody(try SoftPasskey(), code: second.code, challenge: second.options.string("challenge") ?? ""))
+            #expect(another.status == 200, "another passkey with the same code: \(another.text)")
+            let audit = try await client.call(.get, "/v1/audit?user=mallory", bearer: fixture.admin)
+            #expect(audit.text.contains("credential id already registered to device"), "\(audit.text)")
+
             // Another site's page is refused, whatever it sends.
             (code, options) = try await Self.webDevice(client, fixture, "bob")
             let foreign = try await client.call(.post, "/v1/web/enroll/options", ["activation_code": code], origin: "https://evil.example")
             #expect(foreign.status == 403, "\(foreign.text)")
         }
         await fixture.cleanUp()
+    }
+
+    @Test("rate_limit_web: an address over its allowance on the credential-less /v1/web routes gets 429 rate_limited; other routes are not held to it")
+    func webRateLimit() async throws {
+        let fixture = try await ValidatorFixture.make(.sqlite) {
+            $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get()
+            $0.webRequestsPerMinute = 3
+        }
+        try await fixture.withClient { client in
+            for _ in 1...3 {
+                let options = try await client.call(.post, "/v1/web/session/options")
+                #expect(options.status == 200, "\(options.text)")
+            }
+            for path in ["/v1/web/session/options", "/v1/web/enroll/options", "/v1/web/enroll", "/v1/web/session"] {
+                let refused = try await client.call(.post, path, ["activation_code": "ABCD-EFGH-JKMN-PQRS"])
+                #expect(refused.status == 429 && (refused["error"] as? [String: Any])?["code"] as? String == "rate_limited", "\(path): \(refused.text)")
+            }
+            let status = try await client.call(.get, "/v1/status", bearer: fixture.admin)
+            #expect(status.status == 200, "\(status.text)")
+        }
+    }
+
+    @Test("PostgreSQL schema 7: a database where two web devices share a credential id is refused naming them, nothing changed; unlinked, it migrates")
+    func postgresRepeatedCredentialIDs() async throws {
+        let name = "securotp_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+        try TestPostgres.sql("CREATE DATABASE \(name)")
+        defer { try? TestPostgres.sql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)") }
+        // Schema 6 as an older securotpd left it, with one id registered twice.
+        for statement in PostgresSchema.migrations.prefix(6).flatMap({ $0 }) { try TestPostgres.sql(statement, database: name) }
+        try TestPostgres.sql("""
+            CREATE TABLE securotp_schema (version INTEGER NOT NULL); INSERT INTO securotp_schema VALUES (6);
+            INSERT INTO devices (id, "user", state, created) VALUES ('dev-old', 'alice', 'active', 100), ('dev-new', 'mallory', 'active', 200), ('dev-other', 'bob', 'active', 150);
+            INSERT INTO web_devices (device, credential_id) VALUES ('dev-new', '\\x0102'), ('dev-old', '\\x0102'), ('dev-other', '\\x0304');
+            """, database: name)
+        let directory = try ValidatorFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var settings = Settings()
+        settings.paths = StorePaths(stateDirectory: directory)
+        _ = try KeyFile.create(settings.paths.keyFile)
+        var logger = Logger(label: "securotp-test")
+        logger.logLevel = .critical
+        do {
+            let service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: settings, logger: logger)
+            await service.close()
+            Issue.record("a repeated credential id was migrated over")
+        } catch {
+            #expect(error.message.contains("'dev-old' of 'alice', 'dev-new' of 'mallory'") && !error.message.contains("dev-other"), "\(error.message)")
+        }
+        #expect(try TestPostgres.value("SELECT max(version) FROM securotp_schema", database: name) == "6", "left as it was")
+        try TestPostgres.sql("UPDATE web_devices SET credential_id = NULL WHERE device = 'dev-new'", database: name)
+        let service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: settings, logger: logger)
+        await service.close()
+        #expect(try TestPostgres.value("SELECT count(*) FROM web_devices", database: name) == "3", "every row kept")
+        #expect(throws: (any Error).self, "the index refuses a repeat from now on") {
+            try TestPostgres.sql("UPDATE web_devices SET credential_id = '\\x0304' WHERE device = 'dev-old'", database: name)
+        }
     }
 
     /// Enrolls `passkey` for `user` as a web device; its id.
@@ -268,12 +340,54 @@ struct WebEnrollmentTests {
     }
 
     static func session(_ client: APIClient, _ passkey: SoftPasskey, origin: String = "http://localhost:8080",
-                        flags: UInt8 = 0x05) async throws -> (body: [String: String], answer: APIClient.Answer) {
+                        flags: UInt8 = 0x05, counter: UInt8 = 1) async throws -> (body: [String: String], answer: APIClient.Answer) {
         let options = try await client.call(.post, "/v1/web/session/options", origin: "http://localhost:8080")
         #expect(options.status == 200 && options.string("rp_id") == "localhost", "\(options.text)")
         let challenge = PushRules.base64URLDecode(options.string("challenge") ?? "") ?? []
-        let body = try passkey.assertion(challenge: challenge, origin: origin, flags: flags)
+        let body = try passkey.assertion(challenge: challenge, origin: origin, flags: flags, counter: counter)
         return (body, try await client.call(.post, "/v1/web/session", body))
+    }
+
+    @Test("web session: the assertion's signature counter is recorded once and must advance (a cloned passkey's is refused); 0, a passkey that keeps none, always passes", arguments: Backend.allCases)
+    func webSessionCounter(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
+        try await fixture.withClient { client in
+            let passkey = try SoftPasskey()
+            let device = try await Self.enroll(client, fixture, "alice", passkey)
+            let first = try await Self.session(client, passkey, counter: 5)
+            #expect(first.answer.status == 200, "\(first.answer.text)")
+            for stale: UInt8 in [5, 3] {
+                let cloned = try await Self.session(client, passkey, counter: stale)
+                #expect(cloned.answer.status == 401, "counter \(stale) after 5: \(cloned.answer.text)")
+            }
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect(audit.text.contains("signature counter did not advance"), "\(audit.text)")
+            let next = try await Self.session(client, passkey, counter: 6)
+            #expect(next.answer.status == 200, "\(next.answer.text)")
+            let session = try #require(next.answer.string("session"))
+            for _ in 1...2 {
+                let uncounted = try await Self.session(client, passkey, counter: 0)
+                #expect(uncounted.answer.status == 200, "\(uncounted.answer.text)")
+            }
+
+            // The session's counter is the device's: an approval signed at 6 is a replay.
+            let opened = try await PushAPITests.open(client, fixture, "alice")
+            let id = try #require(opened.string("id"), "\(opened.text)")
+            let listed = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: session)
+            let request = try #require((listed["requests"] as? [[String: Any]])?.first, "\(listed.text)")
+            func field(_ key: String) -> String { request[key] as? String ?? "" }
+            var approval: [String: Any] = try passkey.assertion(challenge: PushRules.sha256(PushRules.statement(
+                id: id, user: "alice", host: field("host"), service: field("service"), remoteAddress: field("remote_address"), tty: field("tty"),
+                command: field("command"), nonce: field("nonce"), number: "492817", expires: Int64(request["expires"] as? Int ?? 0), device: device)),
+                counter: 6)
+            approval["credential_id"] = nil
+            approval["id"] = id
+            approval["decision"] = "approve"
+            approval["number"] = "492817"
+            let replayed = try await client.call(.post, "/v1/device/answer", approval, bearer: session)
+            #expect(replayed.string("state") == "failed" && replayed.string("reason") == "signature counter did not advance", "\(replayed.text)")
+        }
+        await fixture.cleanUp()
     }
 
     @Test("web session: an assertion over a single-use challenge gives sotp_w_; it reads and approves requests; the host gets FFFF#0002 with its origin", arguments: Backend.allCases)

@@ -105,6 +105,44 @@ import Testing
         return scratch
     }
 
+    /// Schema 9 makes passkey credential ids unique: a store of schema 8 where two web devices
+    /// share one is refused with both named and nothing changed; unlinked as the message says,
+    /// it migrates and keeps every row.
+    @Test func repeatedPasskeyCredentialIDsStopTheUpgradeNamingTheDevices() throws {
+        let scratch = try ClosedStore()
+        let database = scratch.paths.database
+        for suffix in ["", "-wal", "-shm"] { unlink(database + suffix) }
+        do {
+            let db = try SQLiteDatabase(path: database, create: true)
+            try db.execute("PRAGMA journal_mode = WAL")
+            try db.migrate(Array(Schema.migrations.prefix(8)), program: "an older securotp")
+            try db.execute("""
+                INSERT INTO devices (id, user, state, created) VALUES ('dev-old', 'alice', 'active', 100), ('dev-new', 'mallory', 'active', 200),
+                    ('dev-other', 'bob', 'active', 150), ('dev-pending', 'carol', 'pending', 300), ('dev-pending2', 'dave', 'pending', 300);
+                INSERT INTO web_devices (device, credential_id) VALUES ('dev-new', x'0102'), ('dev-old', x'0102'), ('dev-other', x'0304'),
+                    ('dev-pending', NULL), ('dev-pending2', NULL);
+                """)
+        }
+        #expect {
+            _ = try Store.open(scratch.paths, .migrate)
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.code == .corrupt && error.message.contains("\"dev-old\" of \"alice\", \"dev-new\" of \"mallory\"")
+                && !error.message.contains("dev-other") && error.message.contains("WHERE device IN ('dev-new')")
+                && error.message.contains(database)
+        }
+        let db = try SQLiteDatabase(path: database, create: false)
+        #expect(try db.userVersion() == 8, "refused, and left as it was")
+        try db.execute("UPDATE web_devices SET credential_id = NULL WHERE device IN ('dev-new')")
+        #expect(try Store.open(scratch.paths, .migrate).schemaVersion == Schema.currentVersion)
+        let count = try db.prepare("SELECT count(*) FROM web_devices")
+        #expect(try count.step() && count.integer(0) == 5, "every row kept")
+        count.reset()
+        #expect(throws: StoreError.self, "the index refuses a repeat from now on") {
+            try db.execute("UPDATE web_devices SET credential_id = x'0304' WHERE device = 'dev-old'")
+        }
+    }
+
     @Test func anOlderSchemaIsRefusedAsIsAndMigratedByTheAdminSide() throws {
         let scratch = try Self.olderStore()
         #expect {

@@ -108,7 +108,7 @@ import Testing
             #expect(throws: StoreError.self, "\(bad)") { try Settings.fromModuleArguments(remote + [bad]) }
         }
         // Without validator= they mean nothing: an error naming the key, not silence.
-        for stray in ["push_timeout=30", "device_ca=/etc/ca.pem", "device_uv=required"] {
+        for stray in ["push_timeout=30", "device_ca=/etc/ca.pem", "device_uv=required", "push_offline=allow", "push_web=deny", "web_origin=https://v.example"] {
             #expect {
                 try Settings.fromModuleArguments(["state_dir=\(temp.directory)", stray])
             } throws: { error in

@@ -30,15 +30,7 @@ public enum OfflineApproval {
         let digest = PushStatement.sha256(challengeInput(statement))
         var value: UInt64 = 0
         for byte in digest.prefix(8) { value = value << 8 | UInt64(byte) }
-        var number = value % 100_000_000
-        var text = [UInt8](repeating: UInt8(ascii: "0"), count: digits)
-        var index = digits
-        while index > 0 {
-            index -= 1
-            text[index] = UInt8(ascii: "0") + UInt8(truncatingIfNeeded: number % 10)
-            number /= 10
-        }
-        return String(decoding: text, as: UTF8.self)
+        return String(decoding: DecimalDigits.low(value, count: digits), as: UTF8.self)
     }
 
     /// The challenge as the prompt shows it: two groups of four digits (`1234 5678`), so the

@@ -1,14 +1,22 @@
 import Foundation
 
-/// Token buckets per host (requests per second) and per user (verifications per minute), in
-/// this node's memory. They bound what one host or one attack on one user can cost; the
-/// lockout after repeated failures (in the store) is what stops guessing.
+/// Token buckets per host (requests per second), per user (verifications per minute) and per
+/// client address (unauthenticated `/v1/web/*` requests per minute), in this node's memory.
+/// They bound what one host, one attack on one user or one address can cost; the lockout
+/// after repeated failures (in the store) is what stops guessing.
 final class RateLimits: @unchecked Sendable {
     private struct Bucket {
         var tokens: Double
         var updated: Double
         /// When the bucket is full again: from then on it holds no information.
         var full: Double
+        /// The last request was refused (the refusal is logged once per run of refusals).
+        var refusing = false
+    }
+
+    /// What `allowAddress` decided; `.refusedFirst` is the first refusal after an allowed request.
+    enum AddressDecision: Equatable {
+        case allowed, refusedFirst, refused
     }
 
     /// Buckets kept before the first pruning.
@@ -25,9 +33,22 @@ final class RateLimits: @unchecked Sendable {
     private var pruneAt = RateLimits.pruneFloor
     private let clock: @Sendable () -> Double
 
-    init(hostPerSecond: Int, userPerMinute: Int, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
+    /// Per minute; 0 turns the limit off.
+    let addressRate: Double
+    /// Address buckets held at most: an attacker with many addresses cannot grow the table
+    /// past it. Unauthenticated callers' buckets live apart from hosts' and users', so a flood
+    /// of addresses never evicts those.
+    let addressCapacity: Int
+    private var addressBuckets: [String: Bucket] = [:]
+    /// Address keys in the order their buckets were made, oldest first.
+    private var addressOrder: [String] = []
+
+    init(hostPerSecond: Int, userPerMinute: Int, addressPerMinute: Int = 0, addressCapacity: Int = 50_000,
+         clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         hostRate = Double(hostPerSecond)
         userRate = Double(userPerMinute) / 60
+        addressRate = Double(addressPerMinute) / 60
+        self.addressCapacity = max(4, addressCapacity)
         self.clock = clock
     }
 
@@ -41,11 +62,57 @@ final class RateLimits: @unchecked Sendable {
         userRate <= 0 || take("u\u{0}" + user, rate: userRate, burst: max(1, userRate * 60))
     }
 
+    /// Bursts of the whole per-minute allowance are allowed. `address` is a bucket key
+    /// (`addressKey`): an IPv4 address, an IPv6 /64, "unix".
+    func allowAddress(_ address: String) -> AddressDecision {
+        guard addressRate > 0 else { return .allowed }
+        let now = clock()
+        let burst = max(1, addressRate * 60)
+        lock.lock()
+        defer { lock.unlock() }
+        let existing = addressBuckets[address]
+        if existing == nil { makeRoomForAddress(now: now) }
+        var bucket = existing ?? Bucket(tokens: burst, updated: now, full: now)
+        bucket.tokens = min(burst, bucket.tokens + max(0, now - bucket.updated) * addressRate)
+        bucket.updated = now
+        let allowed = bucket.tokens >= 1
+        if allowed { bucket.tokens -= 1 }
+        bucket.full = now + (burst - bucket.tokens) / addressRate
+        let wasRefusing = bucket.refusing
+        bucket.refusing = !allowed
+        addressBuckets[address] = bucket
+        if existing == nil { addressOrder.append(address) }
+        return allowed ? .allowed : wasRefusing ? .refused : .refusedFirst
+    }
+
+    /// At capacity, drops the buckets that are full again (they carry nothing); if that frees
+    /// less than a quarter, the oldest buckets go until a quarter is free. Each pass frees a
+    /// quarter of the table, so its cost is O(1) per new address.
+    private func makeRoomForAddress(now: Double) {
+        guard addressBuckets.count >= addressCapacity else { return }
+        addressBuckets = addressBuckets.filter { $0.value.full > now }
+        addressOrder = addressOrder.filter { addressBuckets[$0] != nil }
+        let keep = addressCapacity - addressCapacity / 4
+        var evicted = 0
+        while addressBuckets.count > keep, evicted < addressOrder.count {
+            addressBuckets[addressOrder[evicted]] = nil
+            evicted += 1
+        }
+        addressOrder.removeFirst(evicted)
+    }
+
     /// Buckets held (for tests).
     var count: Int {
         lock.lock()
         defer { lock.unlock() }
         return buckets.count
+    }
+
+    /// Address buckets held (for tests).
+    var addressCount: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return addressBuckets.count
     }
 
     private func take(_ key: String, rate: Double, burst: Double) -> Bool {

@@ -139,7 +139,9 @@ public enum PushDecisions {
     /// Whether a verified signature's counter moves the device's stored one forward (0: the device keeps none).
     public static func counterAdvances(_ counter: UInt32, stored: Int64) -> Bool { counter == 0 || Int64(counter) > stored }
 
-    public static let counterNotAdvanced = refused("signature counter did not advance (cloned device?)", reason: "signature counter did not advance")
+    public static let counterNotAdvanced = refused(counterNotAdvancedDetail, reason: "signature counter did not advance")
+    /// The audit detail of a counter that did not advance, for approvals and passkey sessions alike.
+    public static let counterNotAdvancedDetail = "signature counter did not advance (cloned device?)"
 
     /// The approval is stored.
     public static func approved(by device: PushDeviceRow) -> (audit: Audit, response: DeviceStateResponse) {

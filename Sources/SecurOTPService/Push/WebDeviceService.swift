@@ -169,6 +169,13 @@ public enum WebEnrollmentRules {
                          userId: PushRules.base64URLEncode(Array(device.utf8)), challenge: PushRules.base64URLEncode(challenge), expires: expires)
     }
 
+    /// A registration whose credential id is already registered, for any user (WebAuthn: the
+    /// RP refuses it; schema 9 makes the id unique). The code stays valid for another passkey.
+    public static let credentialRegistered = ServiceError(.conflict, "this passkey is already registered (credential_registered); use another passkey, or ask your admin to remove the device it belongs to first (securotp device remove)")
+
+    /// The audit detail of that refusal, naming the device that holds the id.
+    public static func credentialRegisteredDetail(holder: String) -> String { "credential id already registered to device \(holder)" }
+
     /// The refusal a registration check gives the page: what was wrong, never which code.
     public static func refused(_ refusal: WebAuthnRegistration.Refusal) -> ServiceError {
         ServiceError(.invalidInput, "the passkey registration was refused (\(refusal.code)); reload the enrollment link and try again")

@@ -74,6 +74,14 @@ extension LocalTokenService: WebDeviceService {
                     return .failure(WebEnrollmentRules.refused(refusal))
                 case .success(let accepted): credential = accepted
                 }
+                let holder = try db.prepare("SELECT device FROM web_devices WHERE credential_id = ?")
+                defer { holder.reset() }
+                try holder.bind(.blob(credential.credentialID))
+                if try holder.step() {
+                    try audit(device.id, device.user, "denied", WebEnrollmentRules.credentialRegisteredDetail(holder: holder.text(0)))
+                    return .failure(WebEnrollmentRules.credentialRegistered)
+                }
+                holder.reset()
                 guard let row = try push.takeActivation(hash: hash), row.id == device.id else {
                     return .failure(WebEnrollmentRules.unknownCode)
                 }
@@ -146,6 +154,12 @@ extension LocalTokenService: WebDeviceService {
                                                        expectedRPID: WebSessionRules.rpID(origin: origin), requireUserVerification: true)
                 guard case .accepted(let counter, _) = checked else {
                     if case .refused(let refusal) = checked { try audit(row.id, row.user, "denied", refusal.code) }
+                    return .failure(WebSessionRules.refused)
+                }
+                // A session's assertion moves the counter as an approval does (one transaction:
+                // exactly once); one that does not advance it is a cloned passkey's.
+                guard PushDecisions.counterAdvances(counter, stored: row.signCounter) else {
+                    try audit(row.id, row.user, "denied", PushDecisions.counterNotAdvancedDetail)
                     return .failure(WebSessionRules.refused)
                 }
                 let expires = now + WebSessionRules.sessionLifetime
