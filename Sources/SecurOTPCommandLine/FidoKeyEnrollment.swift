@@ -46,7 +46,7 @@ public struct FidoKeyEnrollment {
     /// Asks the key for the credential (the user touches it) and returns it, for `origin`.
     public func make(timeoutMilliseconds: Int32 = 60_000) throws -> FidoCredential {
         guard let challenge = SecretBytes.random(count: 32), let userID = SecretBytes.random(count: 32) else {
-            throw CLIError(message: "no randomness available", exitCode: 71)
+            throw CLIError(.system, "no randomness available")
         }
         var made = securotp_fido_credential()
         var error = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
@@ -72,13 +72,13 @@ public struct FidoKeyEnrollment {
         switch Int(result) {
         case Int(SECUROTP_FIDO_OK): break
         case Int(SECUROTP_FIDO_PIN_REQUIRED):
-            throw CLIError(message: "the security key has a PIN: run again with --pin (\(message))", exitCode: 65)
+            throw CLIError(.fidoPINRequired, "the security key has a PIN: run again with --pin (\(message))")
         case Int(SECUROTP_FIDO_DENIED):
-            throw CLIError(message: "the security key was not touched; nothing enrolled (\(message))", exitCode: 65)
+            throw CLIError(.fidoNotTouched, "the security key was not touched; nothing enrolled (\(message))")
         case Int(SECUROTP_FIDO_UNAVAILABLE), Int(SECUROTP_FIDO_NO_DEVICE):
-            throw CLIError(message: "\(message); attach a security key (libfido2-1 must be installed)", exitCode: 69)
+            throw CLIError(.unavailable, "\(message); attach a security key (libfido2-1 must be installed)")
         default:
-            throw CLIError(message: "security key: \(message)", exitCode: 65)
+            throw CLIError(.fidoKeyFailed, "security key: \(message)")
         }
         let handleLength = made.credential_id_length, keyLength = made.public_key_length
         let handle = withUnsafeBytes(of: &made.credential_id) { Array($0.prefix(min(handleLength, $0.count))) }

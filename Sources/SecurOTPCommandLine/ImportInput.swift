@@ -11,14 +11,14 @@ public enum ImportInput {
         let limit = TokenImporter.maximumInputSize + 1
         if source == "-" { return Array(try FileHandle.standardInput.read(upToCount: limit) ?? Data()) }
         if FileManager.default.fileExists(atPath: source) {
-            guard let handle = FileHandle(forReadingAtPath: source) else { throw CLIError(message: "cannot read \(source)", exitCode: 66) }
+            guard let handle = FileHandle(forReadingAtPath: source) else { throw CLIError(.inputUnreadable, "cannot read \(source)") }
             defer { try? handle.close() }
             return Array(try handle.read(upToCount: limit) ?? Data())
         }
         if source.contains("://") || source.allSatisfy({ $0.isNumber || $0 == "-" }) || source.count > 100 {
             return Array(source.utf8)
         }
-        throw CLIError(message: "\(source): no such file (give a file, - for standard input, or the token string)", exitCode: 66)
+        throw CLIError(.inputUnreadable, "\(source): no such file (give a file, - for standard input, or the token string)")
     }
 
     /// `--password` or the first line of `--password-file`; nil when neither is given.
@@ -36,7 +36,7 @@ public enum ImportInput {
         }
         guard let text else { return nil }
         guard let bytes = Hex.decode(text), [16, 24, 32].contains(bytes.count) else {
-            throw CLIError(message: "the transport key must be 16, 24 or 32 bytes of hex", exitCode: 65)
+            throw CLIError(.invalidInput, "the transport key must be 16, 24 or 32 bytes of hex")
         }
         return SecretBytes(copying: bytes)
     }

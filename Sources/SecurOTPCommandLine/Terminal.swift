@@ -24,7 +24,7 @@ public enum Terminal {
             }
         }
         guard let line = try readLine(fd: 0, what: what) else {
-            throw CLIError(message: "no \(what) on standard input", exitCode: 65)
+            throw CLIError(.invalidInput, "no \(what) on standard input")
         }
         return line
     }
@@ -32,9 +32,9 @@ public enum Terminal {
     /// The first line of a file (a PIN or password file).
     public static func firstLine(of path: String, what: String) throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError(message: "cannot read \(path): \(String(cString: strerror(errno)))", exitCode: 66) }
+        guard fd >= 0 else { throw CLIError(.inputUnreadable, "cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
-        guard let line = try readLine(fd: fd, what: what) else { throw CLIError(message: "\(path) is empty; it should hold the \(what)", exitCode: 65) }
+        guard let line = try readLine(fd: fd, what: what) else { throw CLIError(.invalidInput, "\(path) is empty; it should hold the \(what)") }
         return line
     }
 
@@ -60,7 +60,7 @@ public enum Terminal {
             if byte != 13 { line.append(byte) }
             guard line.count <= 1024 else {
                 for index in line.indices { line[index] = 0 }
-                throw CLIError(message: "the \(what) line is too long", exitCode: 65)
+                throw CLIError(.invalidInput, "the \(what) line is too long")
             }
         }
         return sawAnything ? line : nil

@@ -94,25 +94,25 @@ enum DialogueRunner {
         let user = login.shownUser
         switch step {
         case .nextCode(let serial, let prompt, let reason):
-            session.log(LOG_NOTICE, "asking \(user) for the next code of token \(serial) (\(reason))\(source)")
+            session.log(.nextCodeAsked, LOG_NOTICE, "asking \(user) for the next code of token \(serial) (\(reason))\(source)")
             return session.askSecret(prompt)
         case .passcode(let serial, let prompt):
-            session.log(LOG_NOTICE, "\(user) set a new PIN for token \(serial)\(source)")
+            session.log(.newPINSet, LOG_NOTICE, "\(user) set a new PIN for token \(serial)\(source)")
             return session.askSecret(prompt)
         case .deviceApproval(let request, _, let expires, let prompt):
-            session.log(LOG_NOTICE, "asking \(user) to approve push request \(request) on a device (expires \(expires))\(source)")
+            session.log(.pushAsked, LOG_NOTICE, "asking \(user) to approve push request \(request) on a device (expires \(expires))\(source)")
             return session.askSecret(prompt)
         case .code(let prompt, let reason):
-            session.log(LOG_NOTICE, "asking \(user) for a code instead (\(reason))\(source)")
+            session.log(.codeInsteadOfPush, LOG_NOTICE, "asking \(user) for a code instead (\(reason))\(source)")
             return session.askSecret(prompt)
         case .newPIN(let serial, let prompt, let again, let rules):
-            session.log(LOG_NOTICE, "\(user) must set a new PIN for token \(serial)\(source)")
+            session.log(.newPINRequired, LOG_NOTICE, "\(user) must set a new PIN for token \(serial)\(source)")
             let (code, pin) = session.askNewPIN(prompt, again: again, user: user, serial: serial)
             guard let pin else { return (code, nil) }
             if let rules, let problem = PINRules.problem(bytes(pin), mode: rules) {
                 securotp_pam_free_response(pin)
                 session.error(DialogueText.pinRefused(problem))
-                session.log(LOG_NOTICE, "new PIN for \(user) (token \(serial)) refused by the PIN rules")
+                session.log(.newPINRefused, LOG_NOTICE, "new PIN for \(user) (token \(serial)) refused by the PIN rules")
                 return (PAM_AUTH_ERR, nil)
             }
             return (PAM_SUCCESS, pin)

@@ -65,7 +65,7 @@ struct LocalVerification: PasscodeCheck {
             switch issue {
             case .issued(_, let suite)?, .locked(let suite)?:
                 guard let text = suite.randomChallenge() else {
-                    session.log(LOG_ERR, "no randomness for an OCRA challenge; denying \(login.shownUser)")
+                    session.log(.noRandomness, LOG_ERR, "no randomness for an OCRA challenge; denying \(login.shownUser)")
                     return .finish(PAM_AUTHINFO_UNAVAIL)
                 }
                 challenge = text
@@ -76,7 +76,7 @@ struct LocalVerification: PasscodeCheck {
             issuedAt = now
             return .ask
         } catch {
-            session.log(LOG_ERR, "token store unavailable, denying \(login.shownUser): \(error.message)")
+            session.log(.storeUnavailable, LOG_ERR, "token store unavailable, denying \(login.shownUser): \(error.message)")
             return .finish(PAM_AUTHINFO_UNAVAIL)
         }
     }
@@ -86,7 +86,7 @@ struct LocalVerification: PasscodeCheck {
         // A challenge answered too late is not checked; its attempt stays counted.
         let live = now - issuedAt <= ChallengeIssue.lifetime ? challenge : nil
         if challenge != nil, live == nil {
-            session.log(LOG_NOTICE, "OCRA challenge for \(login.shownUser) answered after more than \(ChallengeIssue.lifetime) s; not checked")
+            session.log(.challengeExpired, LOG_NOTICE, "OCRA challenge for \(login.shownUser) answered after more than \(ChallengeIssue.lifetime) s; not checked")
         }
         // Codes refused: checked against the decoy row's (empty) tokens, the failure counted
         // on the user's own row, like a wrong code of a user without a token.
@@ -107,7 +107,7 @@ struct LocalVerification: PasscodeCheck {
         do {
             return try StoreCache.shared.withStore(settings.paths, body)
         } catch {
-            session.log(LOG_ERR, "token store unavailable, denying \(login.shownUser): \(error.message)")
+            session.log(.storeUnavailable, LOG_ERR, "token store unavailable, denying \(login.shownUser): \(error.message)")
             return nil
         }
     }

@@ -17,14 +17,14 @@ public enum PAMAuthentication {
         do {
             settings = try Settings.fromModuleArguments(arguments)
         } catch {
-            securotp_pam_syslog(handle, LOG_ERR, "configuration error: \(error.message)")
+            PAMSession.log(handle, .configurationError, LOG_ERR, "configuration error: \(error.message)")
             return PAM_SERVICE_ERR
         }
         let session = PAMSession(handle: handle, silent: flags & Int32(bitPattern: UInt32(PAM_SILENT)) != 0, debug: settings.debug)
 
         let (userCode, userName) = session.user()
         guard let user = userName else {
-            session.log(LOG_ERR, "cannot determine the user name: \(String(cString: pam_strerror(handle, userCode)))")
+            session.log(.userUnknown, LOG_ERR, "cannot determine the user name: \(String(cString: pam_strerror(handle, userCode)))")
             return userCode == PAM_CONV_AGAIN ? PAM_INCOMPLETE : userCode
         }
         let validName = (try? Store.validate(user: user)) != nil
@@ -57,7 +57,7 @@ public enum PAMAuthentication {
         } catch {
             // An unavailable store is reported by the passcode step as before; a policy that
             // cannot be read fails closed: prompted and refused, no method used.
-            session.log(LOG_ERR, "cannot read the login methods of \(login.shownUser), refusing: \(error.message)")
+            session.log(.methodsUnreadable, LOG_ERR, "cannot read the login methods of \(login.shownUser), refusing: \(error.message)")
             var check = LocalVerification(login, codes: .refused(ignorable: false))
             return converse(&check, login)
         }
@@ -80,7 +80,7 @@ public enum PAMAuthentication {
                 case .declined:
                     guard methods?.explicit == true else { return PAM_AUTH_ERR }
                     enrolled = true
-                    login.session.log(LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
+                    login.session.log(.fidoNextMethod, LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
                 case .unavailable: enrolled = true
                 case .notEnrolled: break
                 }
@@ -128,7 +128,7 @@ public enum PAMAuthentication {
                 return result
             }
         } else if settings.useFirstPass {
-            session.log(LOG_NOTICE, "use_first_pass: no earlier password for \(login.shownUser); denying")
+            session.log(.noEarlierPassword, LOG_NOTICE, "use_first_pass: no earlier password for \(login.shownUser); denying")
             return PAM_AUTH_ERR
         }
 
@@ -142,7 +142,7 @@ public enum PAMAuthentication {
             session.askSecret(reason.map { "\($0) \(shown)" } ?? shown)
         }
         guard let response else {
-            session.log(LOG_ERR, "conversation failed for \(login.shownUser): \(String(cString: pam_strerror(session.handle, conversationCode)))")
+            session.log(.conversationFailed, LOG_ERR, "conversation failed for \(login.shownUser): \(String(cString: pam_strerror(session.handle, conversationCode)))")
             return conversationCode
         }
         defer { securotp_pam_free_response(response) }
@@ -157,7 +157,7 @@ public enum PAMAuthentication {
                                                      countsFailure: Bool) -> Int32 {
         login.session.record.reset()
         guard input.count <= maxInput else {
-            login.session.log(LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
+            login.session.log(.overlongAnswer, LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
             return PAM_AUTH_ERR
         }
         return check.check(input, countsFailure: countsFailure)
@@ -182,6 +182,6 @@ public enum PAMAuthentication {
         if split < input.count { base[split] = 0 } // input is our own copy of the answer
         let code = base.withMemoryRebound(to: CChar.self, capacity: split + 1) { session.setItem(PAM_AUTHTOK, $0) }
         if split < input.count { base[split] = saved }
-        if code != PAM_SUCCESS { session.log(LOG_ERR, "forward_pass: cannot set PAM_AUTHTOK") }
+        if code != PAM_SUCCESS { session.log(.forwardPassFailed, LOG_ERR, "forward_pass: cannot set PAM_AUTHTOK") }
     }
 }

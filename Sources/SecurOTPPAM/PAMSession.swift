@@ -10,13 +10,20 @@ struct PAMSession {
     /// What this call's verification steps decided and said (Refusal).
     let record = StepRecord()
 
-    /// One syslog line; what a validator sent (reasons, messages) is escaped (TerminalText).
-    func log(_ priority: Int32, _ message: String) {
-        securotp_pam_syslog(handle, priority, TerminalText.escaped(message))
+    /// One syslog line starting with its stable code (docs/errors.md); what a validator sent
+    /// (reasons, messages) is escaped (TerminalText).
+    func log(_ code: ModuleLogCode, _ priority: Int32, _ message: String) {
+        Self.log(handle, code, priority, message)
     }
 
+    /// Before a session exists (bad module arguments) too.
+    static func log(_ handle: OpaquePointer, _ code: ModuleLogCode, _ priority: Int32, _ message: String) {
+        securotp_pam_syslog(handle, priority, "\(code.rawValue): \(TerminalText.escaped(message))")
+    }
+
+    /// Lines of the `debug` option: for tracing a login, no code.
     func debugLog(_ message: String) {
-        if debug { log(LOG_DEBUG, message) }
+        if debug { securotp_pam_syslog(handle, LOG_DEBUG, TerminalText.escaped(message)) }
     }
 
     /// The user name PAM knows, asking the application if needed.

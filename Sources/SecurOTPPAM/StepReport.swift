@@ -62,31 +62,31 @@ extension PAMSession {
         switch report.outcome {
         case .accepted(let serial):
             let how = report.note.isEmpty ? "" : ", \(report.note)"
-            log(LOG_INFO, "accepted code for \(user) (token \(serial)\(how))\(report.source)")
+            log(.codeAccepted, LOG_INFO, "accepted code for \(user) (token \(serial)\(how))\(report.source)")
             result = PAM_SUCCESS
         case .acceptedRecoveryCode:
-            log(LOG_NOTICE, "accepted a recovery code for \(user)\(note)\(report.source)")
+            log(.recoveryCodeAccepted, LOG_NOTICE, "accepted a recovery code for \(user)\(note)\(report.source)")
             result = PAM_SUCCESS
         case .approvedOnDevice(let device, let request, let userVerified):
             let verified = userVerified ? "user verified on the device" : "user not verified on the device"
-            log(LOG_INFO, "accepted the approval of \(user) on device \(device) (push request \(request), signature checked here, \(verified))\(report.source)")
+            log(.pushApproved, LOG_INFO, "accepted the approval of \(user) on device \(device) (push request \(request), signature checked here, \(verified))\(report.source)")
             result = PAM_SUCCESS
         case .locked:
             let lift = report.source.isEmpty ? "securotp unlock \(user)" : "securotp unlock \(user) on the validator"
-            log(LOG_NOTICE, "\(user) is locked after repeated failures; code not checked (lift with: \(lift))\(report.source)")
+            log(.userLocked, LOG_NOTICE, "\(user) is locked after repeated failures; code not checked (lift with: \(lift))\(report.source)")
         case .replayed:
             // The engine's note says "replayed code (token N)" already: keep what it adds.
             let prefix = "replayed code "
             let detail = report.note.hasPrefix(prefix) ? " " + String(report.note.dropFirst(prefix.count)) : note
-            log(LOG_WARNING, "refused a replayed code for \(user)\(detail); \(failures)")
+            log(.replayRefused, LOG_WARNING, "refused a replayed code for \(user)\(detail); \(failures)")
         case .rejected:
-            log(LOG_NOTICE, "rejected code for \(user)\(note); \(failures)")
+            log(.codeRejected, LOG_NOTICE, "rejected code for \(user)\(note); \(failures)")
         }
         if let info = report.info { tell(info) }
         if let error = report.error { self.error(error) }
         if report.lockedNow {
             let until = report.lockDuration.map { ", \($0)" } ?? ""
-            log(LOG_WARNING, "locked \(user) after \(count)\(until)\(report.source)")
+            log(.lockedNow, LOG_WARNING, "locked \(user) after \(count)\(until)\(report.source)")
         }
         return result
     }
@@ -107,7 +107,7 @@ extension PAMSession {
         guard ConstantTime.equal(bytes(first), bytes(second)) else {
             securotp_pam_free_response(first)
             error(DialogueText.pinsDiffer)
-            log(LOG_NOTICE, "new PIN for \(user) (token \(serial)) not set: the two entries differed")
+            log(.newPINMismatch, LOG_NOTICE, "new PIN for \(user) (token \(serial)) not set: the two entries differed")
             return (PAM_AUTH_ERR, nil)
         }
         return (PAM_SUCCESS, first)

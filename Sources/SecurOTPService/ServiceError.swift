@@ -1,3 +1,4 @@
+import SecurOTPCore
 import SecurOTPStore
 
 /// Every failure a `TokenService` reports, local or remote: a stable code (the API's error
@@ -67,20 +68,29 @@ public struct ServiceError: Error, Sendable, Equatable, CustomStringConvertible 
         }
     }
 
-    /// sysexits(3), as the CLI has always used them: scripts tell bad input from a broken installation.
-    public var exitCode: Int32 {
+    /// The CLI's code (docs/errors.md): one per service code, so a local and a --server run agree.
+    public var cliCode: CLIErrorCode {
         switch code {
-        case .invalidInput, .corrupt, .importInvalid: 65 // EX_DATAERR
-        case .notFound: 67                               // EX_NOUSER
-        case .missing: 66                                // EX_NOINPUT
-        case .unavailable: 69                            // EX_UNAVAILABLE
-        case .system: 71                                 // EX_OSERR
-        case .limit, .conflict: 73                       // EX_CANTCREAT
-        case .database: 74                               // EX_IOERR
-        case .rateLimited: 75                            // EX_TEMPFAIL
-        case .notSupported: 64                           // EX_USAGE
-        case .permissions, .unauthorized, .forbidden, .importDenied: 77 // EX_NOPERM
-        case .config: 78                                 // EX_CONFIG
+        case .invalidInput: .invalidInput
+        case .notFound: .notFound
+        case .limit: .limit
+        case .conflict: .conflict
+        case .importInvalid: .importInvalid
+        case .importDenied: .importDenied
+        case .unauthorized: .unauthorized
+        case .forbidden: .forbidden
+        case .rateLimited: .rateLimited
+        case .unavailable: .unavailable
+        case .missing: .missing
+        case .permissions: .permissions
+        case .config: .config
+        case .corrupt: .corrupt
+        case .database: .database
+        case .system: .system
+        case .notSupported: .notSupported
         }
     }
+
+    /// sysexits(3), as the CLI has always used them: scripts tell bad input from a broken installation.
+    public var exitCode: Int32 { cliCode.exitStatus }
 }

@@ -34,16 +34,16 @@ struct AuthenticatorCLI: ParsableCommand {
             var command = try parseAsRoot(hoistingDataDirectory(Array(CommandLine.arguments.dropFirst())))
             try command.run()
         } catch let error as AuthenticatorError {
-            Context.fail(error.message, exitCode: error.exitCode)
+            Context.fail(error.cliCode, error.message)
         } catch let error as ImportError {
-            Context.fail(error.message, exitCode: error.exitCode)
+            Context.fail(error.cliCode, error.message)
         } catch let error as CLIError {
-            Context.fail(error.message, exitCode: error.exitCode)
+            Context.fail(error.code, error.message)
         } catch {
             // --help and --version exit 0 through ArgumentParser; every usage error is one line.
             let code = exitCode(for: error)
             guard code != .success else { exit(withError: error) }
-            Context.fail("\(message(for: error)) (see securotp-authenticator --help)", exitCode: code.rawValue)
+            Context.fail(CLIErrorCode(parserExit: code.rawValue), "\(message(for: error)) (see securotp-authenticator --help)")
         }
     }
 }
@@ -69,24 +69,34 @@ func hoistingDataDirectory(_ arguments: [String]) -> [String] {
     return [arguments[index]] + globals + arguments[(index + 1)...]
 }
 
-/// A failure the CLI reports as one line and a sysexits(3) code.
+/// A failure the CLI reports as one line with its code (docs/errors.md), whose sysexits(3)
+/// status lets scripts tell bad input from a store that is not theirs.
 extension AuthenticatorError {
-    /// sysexits(3): scripts can tell bad input from a store that is not theirs.
-    var exitCode: Int32 {
+    var cliCode: CLIErrorCode {
         switch code {
-        case .invalidInput, .corrupt: 65     // EX_DATAERR
-        case .missing: 66                    // EX_NOINPUT
-        case .notFound: 67                   // EX_NOUSER: no such token (as in securotp)
-        case .system: 71                     // EX_OSERR
-        case .unavailable: 69                // EX_UNAVAILABLE: the validator cannot be reached
-        case .refused: 77                    // EX_NOPERM: credential, activation or unlock code refused
-        case .database: 74                   // EX_IOERR
-        case .permissions, .otherDevice: 77  // EX_NOPERM
+        case .invalidInput: .invalidInput
+        case .corrupt: .corrupt
+        case .missing: .missing
+        case .notFound: .notFound      // no such token (as in securotp)
+        case .system: .system
+        case .unavailable: .unavailable // the validator cannot be reached
+        case .refused: .refused         // credential, activation or unlock code refused
+        case .database: .database
+        case .permissions: .permissions
+        case .otherDevice: .otherDevice
         }
     }
+    var exitCode: Int32 { cliCode.exitStatus }
 }
 
 extension ImportError {
     /// A wrong password or a token bound to another device is a permission matter, like in securotp.
-    var exitCode: Int32 { code == .password || code == .deviceBinding ? 77 : 65 }
+    var cliCode: CLIErrorCode {
+        switch code {
+        case .password: .importPassword
+        case .deviceBinding: .importDeviceBinding
+        case .unrecognized, .malformed, .checksum, .expired, .unsupported, .tooLarge: .importInvalid
+        }
+    }
+    var exitCode: Int32 { cliCode.exitStatus }
 }

@@ -42,11 +42,11 @@ struct SecurOTP: AsyncParsableCommand {
                 try command.run()
             }
         } catch let error as ServiceError {
-            CommandContext.fail(error.message, exitCode: error.exitCode)
+            CommandContext.fail(error.cliCode, error.message)
         } catch let error as StoreError {
-            CommandContext.fail(error.message, exitCode: ServiceError(error).exitCode)
+            CommandContext.fail(ServiceError(error).cliCode, error.message)
         } catch let error as CLIError {
-            CommandContext.fail(error.message, exitCode: error.exitCode)
+            CommandContext.fail(error.code, error.message)
         } catch let code as ExitCode where code != .success {
             // The command already said why (doctor's report, import-batch's failed lines).
             Glibc.exit(code.rawValue)
@@ -54,7 +54,7 @@ struct SecurOTP: AsyncParsableCommand {
             // --help and --version exit 0 through ArgumentParser; every usage error is one line.
             let code = exitCode(for: error)
             guard code != .success else { exit(withError: error) }
-            CommandContext.fail("\(message(for: error)) (see securotp --help)", exitCode: code.rawValue)
+            CommandContext.fail(CLIErrorCode(parserExit: code.rawValue), "\(message(for: error)) (see securotp --help)")
         }
     }
 }
@@ -79,7 +79,7 @@ func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
     guard !globals.isEmpty, index < arguments.count else { return arguments }
     let subcommands = SecurOTP.configuration.subcommands
     guard let command = subcommands.first(where: { $0._commandName == arguments[index] }) else {
-        CommandContext.fail("unknown command '\(arguments[index])'; commands: \(subcommands.map { $0._commandName }.joined(separator: ", "))", exitCode: 64)
+        CommandContext.fail(.usage, "unknown command '\(arguments[index])'; commands: \(subcommands.map { $0._commandName }.joined(separator: ", "))")
     }
     // A command group (`pin set`) takes the options after its own subcommand.
     var words = 1

@@ -58,7 +58,7 @@ struct SecurOTPD: AsyncParsableCommand {
         do {
             try await serve()
         } catch let error as ServiceError {
-            Self.fail(error.message, exitCode: error.exitCode)
+            Self.fail(error.cliCode, error.message)
         }
     }
 
@@ -104,8 +104,8 @@ struct SecurOTPD: AsyncParsableCommand {
         logger.notice("securotpd stopped")
     }
 
-    static func fail(_ message: String, exitCode: Int32) -> Never {
-        FileHandle.standardError.write(Data("securotpd: \(message)\n".utf8))
-        Foundation.exit(exitCode)
+    static func fail(_ code: CLIErrorCode, _ message: String) -> Never {
+        FileHandle.standardError.write(Data(code.line(program: "securotpd", message).utf8))
+        Foundation.exit(code.exitStatus)
     }
 }

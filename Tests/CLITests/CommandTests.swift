@@ -35,7 +35,7 @@ struct CommandTests {
         context.clock = { 1_800_000_000 }
         var lines = secretLines
         context.secretLine = { _, what in
-            guard !lines.isEmpty else { throw CLIError(message: "no \(what) scripted", exitCode: 66) }
+            guard !lines.isEmpty else { throw CLIError(.inputUnreadable, "no \(what) scripted") }
             return Array(lines.removeFirst().utf8)
         }
         return World(context: context, printed: printed, service: service, directory: directory)

@@ -148,21 +148,22 @@ struct CLITests {
         let name: String
         /// After `securotp`; SERIAL is replaced by a real serial, STATE by the sandbox's state directory.
         let arguments: [String]
-        let exitCode: Int32
-        var testDescription: String { "\(name) → \(exitCode)" }
+        /// docs/errors.md: the code on stderr, and its exit status.
+        let code: CLIErrorCode
+        var testDescription: String { "\(name) → \(code.rawValue) (\(code.exitStatus))" }
     }
 
-    @Test("Bad input: one line on stderr, a sysexits code, nothing on stdout, no trace", arguments: [
-        BadInput(name: "--digits 9", arguments: ["--state-dir", "STATE", "enroll", "root", "--digits", "9"], exitCode: 64),
-        BadInput(name: "--algorithm MD5", arguments: ["--state-dir", "STATE", "enroll", "root", "--algorithm", "MD5"], exitCode: 64),
-        BadInput(name: "--period 0", arguments: ["--state-dir", "STATE", "enroll", "root", "--period", "0"], exitCode: 64),
-        BadInput(name: "unknown subcommand", arguments: ["--state-dir", "STATE", "frobnicate"], exitCode: 64),
-        BadInput(name: "relative --state-dir", arguments: ["--state-dir", "relative/dir", "list"], exitCode: 64),
-        BadInput(name: "user name with ':'", arguments: ["--state-dir", "STATE", "enroll", "bad:user"], exitCode: 65),
-        BadInput(name: "nickname of 33 characters", arguments: ["--state-dir", "STATE", "nickname", "root", "SERIAL", String(repeating: "n", count: 33)], exitCode: 65),
-        BadInput(name: "delete an unknown serial", arguments: ["--state-dir", "STATE", "delete", "root", "0000000000"], exitCode: 67),
-        BadInput(name: "delete another user's token", arguments: ["--state-dir", "STATE", "delete", "securotp-it-bob", "SERIAL"], exitCode: 67),
-        BadInput(name: "list without a store", arguments: ["--state-dir", "STATE-missing", "list"], exitCode: 66),
+    @Test("Bad input: one line on stderr with its code, the code's sysexits status, nothing on stdout, no trace", arguments: [
+        BadInput(name: "--digits 9", arguments: ["--state-dir", "STATE", "enroll", "root", "--digits", "9"], code: .usage),
+        BadInput(name: "--algorithm MD5", arguments: ["--state-dir", "STATE", "enroll", "root", "--algorithm", "MD5"], code: .usage),
+        BadInput(name: "--period 0", arguments: ["--state-dir", "STATE", "enroll", "root", "--period", "0"], code: .usage),
+        BadInput(name: "unknown subcommand", arguments: ["--state-dir", "STATE", "frobnicate"], code: .usage),
+        BadInput(name: "relative --state-dir", arguments: ["--state-dir", "relative/dir", "list"], code: .usage),
+        BadInput(name: "user name with ':'", arguments: ["--state-dir", "STATE", "enroll", "bad:user"], code: .invalidInput),
+        BadInput(name: "nickname of 33 characters", arguments: ["--state-dir", "STATE", "nickname", "root", "SERIAL", String(repeating: "n", count: 33)], code: .invalidInput),
+        BadInput(name: "delete an unknown serial", arguments: ["--state-dir", "STATE", "delete", "root", "0000000000"], code: .notFound),
+        BadInput(name: "delete another user's token", arguments: ["--state-dir", "STATE", "delete", "securotp-it-bob", "SERIAL"], code: .notFound),
+        BadInput(name: "list without a store", arguments: ["--state-dir", "STATE-missing", "list"], code: .missing),
     ])
     func badInput(_ input: BadInput) throws {
         let box = try Sandbox()
@@ -171,8 +172,9 @@ struct CLITests {
             $0 == "SERIAL" ? token.serial : $0.replacingOccurrences(of: "STATE", with: box.state)
         }
         let result = try Run.run(box.securotp, arguments)
-        #expect(result.status == input.exitCode, "\(result)")
+        #expect(result.status == input.code.exitStatus, "\(result)")
         #expect(result.stderrLines.count == 1, "expected one line on stderr: \(result)")
+        #expect(result.stderr.hasPrefix("securotp: error \(input.code.rawValue): "), "\(result)")
         #expect(result.stdout.isEmpty, "\(result)")
         for marker in ["Fatal error", "Stack dump", "stack trace", "Backtrace", "backtrace", "0x0000"] {
             #expect(!result.stderr.contains(marker), "trace on stderr: \(result)")

@@ -160,6 +160,8 @@ struct APIClient: Sendable {
                 sourceLocation: sourceLocation)
         if status >= 400 {
             #expect(response.headers[.contentType] == "application/json", "error without the JSON envelope", sourceLocation: sourceLocation)
+            let code = (json["error"] as? [String: Any])?["code"] as? String ?? ""
+            #expect(DocumentedAPIErrors.statuses[code] != nil, "error code \(code) is not in docs/errors.md: \(text)", sourceLocation: sourceLocation)
         }
         return Answer(status: status, json: json, text: text)
     }

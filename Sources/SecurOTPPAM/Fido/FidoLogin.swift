@@ -55,7 +55,7 @@ enum FidoLogin {
         // Without a key the passcode step decides, if the user has a code to give.
         let unavailable: Outcome = hasPasscodes ? .unavailable : .refused(PAM_AUTH_ERR)
         if locked {
-            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) is locked; not asking for the security key")
+            session.log(.fidoLocked, LOG_NOTICE, "FIDO: \(login.shownUser) is locked; not asking for the security key")
             return .refused(PAM_AUTH_ERR)
         }
         let origin = fido.effectiveOrigin
@@ -69,7 +69,7 @@ enum FidoLogin {
             return effective
         }
         guard !usable.isEmpty else {
-            session.log(LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
+            session.log(.fidoNoCredentialForOrigin, LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
             return unavailable
         }
         guard FidoTouch.load(login), let (credential, path) = FidoTouch.findKey(login, Array(usable)) else { return unavailable }
@@ -80,7 +80,7 @@ enum FidoLogin {
     private static func authenticate(_ login: LoginContext, _ credential: FidoCredential, path: [CChar]) -> Outcome {
         let session = login.session
         guard let challenge = SecretBytes.random(count: 32) else {
-            session.log(LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
+            session.log(.noRandomness, LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
         }
         let clientDataHash = challenge.withUnsafeBytes { Array($0) }
@@ -98,22 +98,22 @@ enum FidoLogin {
         switch check {
         case .refused(let refusal):
             if case .counterNotIncreased = refusal {
-                session.log(LOG_ALERT, "FIDO: \(shownKey): \(refusal.reason); credential disabled (securotp fido export shows the rest; securotp delete \(login.shownUser) \(credential.serial) removes it)")
+                session.log(.fidoCloned, LOG_ALERT, "FIDO: \(shownKey): \(refusal.reason); credential disabled (securotp fido export shows the rest; securotp delete \(login.shownUser) \(credential.serial) removes it)")
                 do {
                     try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
                         try store.markFidoCloned(user: login.user, serial: credential.serial)
                     }
                 } catch {
-                    session.log(LOG_ERR, "FIDO: cannot mark \(shownKey) as cloned: \(error.message)")
+                    session.log(.fidoCannotMarkCloned, LOG_ERR, "FIDO: cannot mark \(shownKey) as cloned: \(error.message)")
                 }
             } else {
-                session.log(LOG_NOTICE, "FIDO: \(shownKey) refused: \(refusal.reason)")
+                session.log(.fidoRefused, LOG_NOTICE, "FIDO: \(shownKey) refused: \(refusal.reason)")
             }
             return .refused(PAM_AUTH_ERR)
         case .verified(let counter):
             guard credential.source != mappingFileSource else {
                 // The mapping file keeps no counter and is never written (docs/fido.md).
-                session.log(LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter) not kept: a mapping-file credential)")
+                session.log(.fidoAccepted, LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter) not kept: a mapping-file credential)")
                 return .accepted
             }
             let recorded: Bool
@@ -122,14 +122,14 @@ enum FidoLogin {
                     try store.acceptFidoCounter(user: login.user, serial: credential.serial, from: credential.counter, to: counter, now: now)
                 }
             } catch {
-                session.log(LOG_ERR, "FIDO: cannot record the counter of \(shownKey), denying: \(error.message)")
+                session.log(.fidoCounterNotRecorded, LOG_ERR, "FIDO: cannot record the counter of \(shownKey), denying: \(error.message)")
                 return .refused(PAM_AUTHINFO_UNAVAIL)
             }
             guard recorded else {
-                session.log(LOG_NOTICE, "FIDO: \(shownKey): another login used the credential at the same time; denying this one")
+                session.log(.fidoConcurrentUse, LOG_NOTICE, "FIDO: \(shownKey): another login used the credential at the same time; denying this one")
                 return .refused(PAM_AUTH_ERR)
             }
-            session.log(LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter))")
+            session.log(.fidoAccepted, LOG_INFO, "FIDO: accepted \(shownKey) (counter \(counter))")
             return .accepted
         }
     }
@@ -146,7 +146,7 @@ enum FidoLogin {
                     try store.recordFidoFailure(user: login.user, policy: login.settings.policy, now: now)
                 }
                 if lockedNow {
-                    login.session.log(LOG_NOTICE, "FIDO: \(login.shownUser) locked after \(failures) failures (securotp unlock \(login.shownUser) lifts it)")
+                    login.session.log(.fidoLockedNow, LOG_NOTICE, "FIDO: \(login.shownUser) locked after \(failures) failures (securotp unlock \(login.shownUser) lifts it)")
                 }
             case .accepted:
                 try StoreCache.shared.withStore(login.settings.paths) { (store) throws(StoreError) in
@@ -155,7 +155,7 @@ enum FidoLogin {
             default: break
             }
         } catch {
-            login.session.log(LOG_ERR, "FIDO: cannot record the login of \(login.shownUser), denying: \(error.message)")
+            login.session.log(.fidoLoginNotRecorded, LOG_ERR, "FIDO: cannot record the login of \(login.shownUser), denying: \(error.message)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
         }
         return outcome
@@ -180,14 +180,14 @@ enum FidoLogin {
             session.debugLog("FIDO: mapping file \(path) does not exist; nouserok: no credentials there")
             return []
         } catch {
-            session.log(LOG_ERR, "FIDO: mapping file (authfile=): \(error.message); denying \(login.shownUser)")
+            session.log(.fidoMappingFileError, LOG_ERR, "FIDO: mapping file (authfile=): \(error.message); denying \(login.shownUser)")
             return nil
         }
         guard let line = U2FMappingFile.line(for: login.user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
             return []
         }
         for problem in line.problems {
-            session.log(LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
+            session.log(.fidoMappingLineSkipped, LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
         }
         var credentials: [FidoCredential] = []
         for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.isSameCredential(as: credential) }) {

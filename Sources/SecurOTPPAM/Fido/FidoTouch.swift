@@ -27,7 +27,7 @@ enum FidoTouch {
     static func load(_ login: LoginContext) -> Bool {
         var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
         guard securotp_fido_load(&errorText) == 1 else {
-            login.session.log(LOG_ERR, "FIDO: \(text(errorText)); security keys cannot be used, other methods still work")
+            login.session.log(.fidoUnavailable, LOG_ERR, "FIDO: \(text(errorText)); security keys cannot be used, other methods still work")
             return false
         }
         return true
@@ -45,7 +45,7 @@ enum FidoTouch {
             }
             return (credential, path)
         }
-        login.session.log(LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
+        login.session.log(.fidoNoKeyAttached, LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
         return nil
     }
 
@@ -58,7 +58,7 @@ enum FidoTouch {
         if credential.pin {
             let (code, response) = session.askSecret(pinPrompt)
             guard let response else {
-                session.log(LOG_ERR, "FIDO: conversation failed for \(login.shownUser) asking for the PIN")
+                session.log(.conversationFailed, LOG_ERR, "FIDO: conversation failed for \(login.shownUser) asking for the PIN")
                 return .refused(code)
             }
             pin = response
@@ -77,10 +77,10 @@ enum FidoTouch {
         let shownKey = "credential \(credential.serial) of \(login.shownUser)"
         guard result == Int32(SECUROTP_FIDO_OK) else {
             switch Int(result) {
-            case Int(SECUROTP_FIDO_DENIED): session.log(LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
+            case Int(SECUROTP_FIDO_DENIED): session.log(.fidoNotTouched, LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
             case Int(SECUROTP_FIDO_PIN_INVALID), Int(SECUROTP_FIDO_PIN_REQUIRED):
-                session.log(LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
-            default: session.log(LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
+                session.log(.fidoPINRefused, LOG_NOTICE, "FIDO: \(shownKey): PIN refused by the key (\(text(errorText)))")
+            default: session.log(.fidoKeyFailed, LOG_NOTICE, "FIDO: \(shownKey): \(text(errorText))")
             }
             return result == Int32(SECUROTP_FIDO_DENIED) ? .declined : .refused(PAM_AUTH_ERR)
         }

@@ -26,12 +26,12 @@ struct HostOfflineCodes {
             }
             guard let cache, !cache.isEmpty else { return nil }
             guard !cache.isLocked(at: Int64(time(nil))) else {
-                session.log(LOG_NOTICE, "offline codes of \(login.shownUser) are locked after \(Wording.count(cache.failures, "consecutive failure"))\(source)")
+                session.log(.offlineCodesLocked, LOG_NOTICE, "offline codes of \(login.shownUser) are locked after \(Wording.count(cache.failures, "consecutive failure"))\(source)")
                 return nil
             }
             return cache.codes.map { $0.digits }.max()
         } catch {
-            session.log(LOG_ERR, "offline codes of \(login.shownUser) unusable: \(error.message)")
+            session.log(.offlineCodesUnusable, LOG_ERR, "offline codes of \(login.shownUser) unusable: \(error.message)")
             return nil
         }
     }
@@ -43,7 +43,7 @@ struct HostOfflineCodes {
                 exists ? try caches.load(user: user, pepper: pepper).used : []
             }
         } catch {
-            session.log(LOG_ERR, "offline codes of \(login.shownUser) unusable: \(error.message)")
+            session.log(.offlineCodesUnusable, LOG_ERR, "offline codes of \(login.shownUser) unusable: \(error.message)")
             return []
         }
     }
@@ -58,7 +58,7 @@ struct HostOfflineCodes {
             return try caches.withLock(create: false) { (exists) throws(StoreError) -> (code: Int32, digits: Int?) in
                 var cache = exists ? try caches.load(user: user, pepper: pepper) : OfflineCache()
                 if cache.isLocked(at: now) {
-                    session.log(LOG_NOTICE, "offline codes of \(shown) are locked after \(Wording.count(cache.failures, "consecutive failure")); code not checked\(source)")
+                    session.log(.offlineCodesLocked, LOG_NOTICE, "offline codes of \(shown) are locked after \(Wording.count(cache.failures, "consecutive failure")); code not checked\(source)")
                     return (PAM_AUTH_ERR, nil)
                 }
                 if let match = cache.match(input, pepper: pepper, codeAtEnd: login.settings.forwardPass) {
@@ -78,7 +78,7 @@ struct HostOfflineCodes {
                 return (session.conclude(report, user: shown), nil)
             }
         } catch {
-            session.log(LOG_ERR, "offline codes of \(shown) unusable: \(error.message); denying")
+            session.log(.offlineCodesUnusable, LOG_ERR, "offline codes of \(shown) unusable: \(error.message); denying")
             return (PAM_AUTH_ERR, nil)
         }
     }
@@ -87,7 +87,7 @@ struct HostOfflineCodes {
     /// login clears the offline failures, and fresh codes join the cache.
     func keep(_ answer: VerifyAnswer, reported: [OfflineCache.Usage]) {
         if answer.offlineUnreadable {
-            session.log(LOG_WARNING, "the validator's offline codes for \(login.shownUser) were unreadable; ignoring them")
+            session.log(.validatorOfflineCodesUnreadable, LOG_WARNING, "the validator's offline codes for \(login.shownUser) were unreadable; ignoring them")
         }
         let accepted = answer.result == .accept
         guard !reported.isEmpty || !answer.offline.isEmpty || accepted else { return }
@@ -101,7 +101,7 @@ struct HostOfflineCodes {
                 } catch {
                     guard create else { throw error }
                     // An unusable file is replaced by what the validator sends now.
-                    session.log(LOG_WARNING, error.message)
+                    session.log(.offlineCacheReplaced, LOG_WARNING, error.message)
                     cache = OfflineCache()
                 }
                 let before = cache
@@ -114,7 +114,7 @@ struct HostOfflineCodes {
                 session.debugLog("offline codes of \(login.shownUser) on this host: \(count)")
             }
         } catch {
-            session.log(LOG_ERR, "cannot keep offline codes for \(login.shownUser): \(error.message)")
+            session.log(.offlineCodesNotKept, LOG_ERR, "cannot keep offline codes for \(login.shownUser): \(error.message)")
         }
     }
 }

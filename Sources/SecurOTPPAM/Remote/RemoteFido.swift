@@ -21,11 +21,11 @@ enum RemoteFido {
             }
             offer = answer
         } catch {
-            session.log(LOG_WARNING, "FIDO: validator \(validator) gave no challenge for \(login.shownUser) (\(error.logText)); not asking for the security key")
+            session.log(.fidoValidatorNoChallenge, LOG_WARNING, "FIDO: validator \(validator) gave no challenge for \(login.shownUser) (\(error.logText)); not asking for the security key")
             return .unavailable
         }
         guard !offer.credentials.isEmpty else {
-            session.log(LOG_NOTICE, "FIDO: the validator offers no credential of \(login.shownUser) for origin \(TerminalText.quoted(fido.effectiveOrigin)) (none, cloned, another origin, or locked)")
+            session.log(.fidoNoCredentialForOrigin, LOG_NOTICE, "FIDO: the validator offers no credential of \(login.shownUser) for origin \(TerminalText.quoted(fido.effectiveOrigin)) (none, cloned, another origin, or locked)")
             return .unavailable
         }
         // pam_u2f's userpresence=, userverification=, pinverification= set what the key is
@@ -57,21 +57,25 @@ enum RemoteFido {
             }
             answer = parsed
         } catch {
-            session.log(LOG_WARNING, "FIDO: validator \(validator) did not check \(shownKey) (\(error.logText)); the security key is not accepted")
+            session.log(.fidoValidatorNoCheck, LOG_WARNING, "FIDO: validator \(validator) did not check \(shownKey) (\(error.logText)); the security key is not accepted")
             if case .assertion = touched { return .unavailable }
             return outcome(of: touched)
         }
         guard case .assertion = touched else { return outcome(of: touched) }
         switch answer.result {
         case .accept:
-            session.log(LOG_INFO, "FIDO: accepted \(shownKey) [validator]")
+            session.log(.fidoAccepted, LOG_INFO, "FIDO: accepted \(shownKey) [validator]")
             return .accepted
         case .locked:
-            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) is locked [validator]")
+            session.log(.fidoLocked, LOG_NOTICE, "FIDO: \(login.shownUser) is locked [validator]")
             return .refused(PAM_AUTH_ERR)
         case .reject, .challenge:
-            let level = answer.reason.hasSuffix("the key was cloned") ? LOG_ALERT : LOG_NOTICE
-            session.log(level, "FIDO: \(shownKey) refused: \(answer.reason) [validator]\(answer.lockedNow ? "; now locked" : "")")
+            let line = "FIDO: \(shownKey) refused: \(answer.reason) [validator]\(answer.lockedNow ? "; now locked" : "")"
+            if answer.reason.hasSuffix("the key was cloned") {
+                session.log(.fidoCloned, LOG_ALERT, line)
+            } else {
+                session.log(.fidoRefused, LOG_NOTICE, line)
+            }
             return .refused(PAM_AUTH_ERR)
         }
     }

@@ -60,7 +60,7 @@ struct RemoteVerification: PasscodeCheck {
         do {
             client = try ValidatorClient(remote)
         } catch {
-            session.log(LOG_ERR, "remote mode unusable, denying \(login.shownUser): \(error.message)")
+            session.log(.remoteUnusable, LOG_ERR, "remote mode unusable, denying \(login.shownUser): \(error.message)")
             return .finish(PAM_AUTHINFO_UNAVAIL)
         }
         self.client = client
@@ -73,7 +73,7 @@ struct RemoteVerification: PasscodeCheck {
             preflight = answer
         } catch {
             if case .unavailable(let reason) = error, let digits = offline.usableCodeDigits() {
-                session.log(LOG_WARNING, "validator \(validatorName) unavailable during preflight (\(reason)); checking \(login.shownUser) against this host's offline codes")
+                session.log(.validatorUnavailableOffline, LOG_WARNING, "validator \(validatorName) unavailable during preflight (\(reason)); checking \(login.shownUser) against this host's offline codes")
                 offlineOnly = true
                 passcodesAllowed = true
                 codeLength = digits
@@ -91,7 +91,7 @@ struct RemoteVerification: PasscodeCheck {
         let methods = preflight.methods ?? login.settings.methods ?? .standard
         var pushAllowed = false
         if preflight.noMethods {
-            session.log(LOG_NOTICE, "the validator's policies leave \(login.shownUser) no login method; refusing")
+            session.log(.validatorLeavesNoMethod, LOG_NOTICE, "the validator's policies leave \(login.shownUser) no login method; refusing")
         } else {
             methods: for method in methods.order {
                 switch method {
@@ -102,11 +102,11 @@ struct RemoteVerification: PasscodeCheck {
                     case .refused(let code): return .finish(code)
                     case .declined:
                         guard methods.explicit else { return .finish(PAM_AUTH_ERR) }
-                        session.log(LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
+                        session.log(.fidoNextMethod, LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
                     case .unavailable:
                         // As in local mode: without a key, only a user with a code to give goes on.
                         guard preflight.hasTokens || preflight.push else {
-                            session.log(LOG_NOTICE, "FIDO: \(login.shownUser) has only security keys and none can be used; denying")
+                            session.log(.fidoOnlyKeysUnusable, LOG_NOTICE, "FIDO: \(login.shownUser) has only security keys and none can be used; denying")
                             return .finish(PAM_AUTH_ERR)
                         }
                     case .notEnrolled: break
@@ -142,7 +142,7 @@ struct RemoteVerification: PasscodeCheck {
             do {
                 deviceCA = try PushApprovalCheck.loadDeviceCA(path)
             } catch {
-                session.log(LOG_ERR, "device_ca unusable, no push offered to \(login.shownUser): \(error.message)")
+                session.log(.deviceCAUnusable, LOG_ERR, "device_ca unusable, no push offered to \(login.shownUser): \(error.message)")
                 return nil
             }
         }
@@ -157,7 +157,7 @@ struct RemoteVerification: PasscodeCheck {
         guard approvals != nil, !pushOffered, let client else { return nil }
         pushOffered = true
         guard let challenge = PushChallenge.make() else {
-            session.log(LOG_ERR, "no randomness for a push request for \(login.shownUser); asking for a code")
+            session.log(.noRandomness, LOG_ERR, "no randomness for a push request for \(login.shownUser); asking for a code")
             return nil
         }
         let context = PushContext.of(session)
@@ -170,7 +170,7 @@ struct RemoteVerification: PasscodeCheck {
             guard let answer = PushOpened(try client.post("/v1/push", body)) else { throw ValidatorFailure.unavailable("unreadable push answer") }
             opened = answer
         } catch {
-            session.log(error.isRefusal ? LOG_NOTICE : LOG_WARNING,
+            session.log(.pushNotOpened, error.isRefusal ? LOG_NOTICE : LOG_WARNING,
                         "validator \(validatorName) opened no push request for \(login.shownUser) (\(error.logText)); asking for a code")
             return nil
         }
@@ -193,7 +193,7 @@ struct RemoteVerification: PasscodeCheck {
 
     mutating func check(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool) -> Int32 {
         guard login.validName, client != nil, offline != nil else {
-            session.log(LOG_NOTICE, "rejected code for \(login.shownUser) (not sent to the validator)")
+            session.log(.codeRejected, LOG_NOTICE, "rejected code for \(login.shownUser) (not sent to the validator)")
             return PAM_AUTH_ERR
         }
         let first: StepOutcome
@@ -211,7 +211,7 @@ struct RemoteVerification: PasscodeCheck {
     private mutating func verification(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool, pushID: String? = nil) -> StepOutcome {
         guard let client, let offline else { return .finished(PAM_AUTH_ERR) }
         guard passcodesAllowed else {
-            session.log(LOG_NOTICE, "rejected a passcode for \(login.shownUser): otp is not among the user's login methods")
+            session.log(.passcodeNotAllowed, LOG_NOTICE, "rejected a passcode for \(login.shownUser): otp is not among the user's login methods")
             return .finished(PAM_AUTH_ERR)
         }
         if offlineOnly { return .finished(checkOffline(input, offline, countsFailure: countsFailure)) }
@@ -236,7 +236,7 @@ struct RemoteVerification: PasscodeCheck {
             answer = try ask("/v1/verify", JSONWriter.object(fields), client: client)
         } catch {
             if case .unavailable(let reason) = error, offline.usableCodeDigits() != nil {
-                session.log(LOG_WARNING, "validator \(validatorName) unavailable during verification (\(reason)); checking \(login.shownUser) against this host's offline codes")
+                session.log(.validatorUnavailableOffline, LOG_WARNING, "validator \(validatorName) unavailable during verification (\(reason)); checking \(login.shownUser) against this host's offline codes")
                 return .finished(checkOffline(input, offline, countsFailure: countsFailure))
             }
             return .finished(failed(error, during: "verification"))
@@ -295,7 +295,7 @@ struct RemoteVerification: PasscodeCheck {
             case .failed: return passcodeInstead(DialogueText.approvalFailed, "failed: wrong numbers typed on the device", request)
             case .cancelled: return passcodeInstead(DialogueText.approvalExpired, "cancelled on the validator", request)
             case .consumed:
-                session.log(LOG_WARNING, "push request \(request.id) for \(login.shownUser): its approval was already handed out (consumed); refusing it\(source)")
+                session.log(.approvalConsumed, LOG_WARNING, "push request \(request.id) for \(login.shownUser): its approval was already handed out (consumed); refusing it\(source)")
                 return passcodeInstead(DialogueText.approvalRefused, "approval already consumed", request)
             }
         }
@@ -312,7 +312,7 @@ struct RemoteVerification: PasscodeCheck {
             report("/v1/push/result", [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(true)), (key: "reason", value: .text("accepted"))], request)
             return .concluded(StepReport(.approvedOnDevice(device: approval.device, request: request.id, userVerified: userVerified), note: "", source: source))
         case .refused(let reason):
-            session.log(LOG_WARNING, "refused the approval of \(login.shownUser) from device \(approval.device) (push request \(request.id)): \(reason)\(source)")
+            session.log(.approvalRefused, LOG_WARNING, "refused the approval of \(login.shownUser) from device \(approval.device) (push request \(request.id)): \(reason)\(source)")
             report("/v1/push/result", [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(false)), (key: "reason", value: .text(reason))], request)
             return passcodeInstead(DialogueText.approvalRefused, "approval refused: \(reason)", request)
         }
@@ -331,7 +331,7 @@ struct RemoteVerification: PasscodeCheck {
         do throws(ValidatorFailure) {
             _ = try client.post(path, JSONWriter.object(fields))
         } catch {
-            session.log(LOG_WARNING, "validator \(validatorName) did not take \(path) for push request \(request.id) (\(error.logText))")
+            session.log(.validatorDidNotTake, LOG_WARNING, "validator \(validatorName) did not take \(path) for push request \(request.id) (\(error.logText))")
         }
     }
 
@@ -391,26 +391,26 @@ struct RemoteVerification: PasscodeCheck {
         case .unavailable(let reason):
             switch remote.failMode {
             case .secure:
-                session.log(LOG_ERR, "validator \(validator) unavailable during \(step) (\(reason)); denying \(user) (failmode=secure)")
+                session.log(.validatorUnavailableDenied, LOG_ERR, "validator \(validator) unavailable during \(step) (\(reason)); denying \(user) (failmode=secure)")
                 return PAM_AUTHINFO_UNAVAIL
             case .safe:
-                session.log(LOG_WARNING, "validator \(validator) unavailable during \(step) (\(reason)); failmode=safe: \(user) passes without a second factor")
+                session.log(.validatorUnavailableFailSafe, LOG_WARNING, "validator \(validator) unavailable during \(step) (\(reason)); failmode=safe: \(user) passes without a second factor")
                 return PAM_IGNORE
             }
         case .credentialRefused(let message):
-            session.log(LOG_ERR, """
+            session.log(.hostCredentialRefused, LOG_ERR, """
                 validator \(validator) refused this host's credential (\(message)); denying \(user). \
                 Make a new one on the validator (securotp host add NAME --output FILE) and install it as \(remote.hostCredential ?? "host_credential") (root-owned, mode 0600)
                 """)
             return PAM_AUTHINFO_UNAVAIL
         case .forbidden(let message):
-            session.log(LOG_NOTICE, "validator \(validator) will not verify \(user) for this host (\(message)); denying")
+            session.log(.validatorForbidsUser, LOG_NOTICE, "validator \(validator) will not verify \(user) for this host (\(message)); denying")
             return PAM_AUTH_ERR
         case .rateLimited(let message):
-            session.log(LOG_WARNING, "validator \(validator) is rate-limiting (\(message)); denying \(user)")
+            session.log(.validatorRateLimiting, LOG_WARNING, "validator \(validator) is rate-limiting (\(message)); denying \(user)")
             return PAM_AUTH_ERR
         case .refused(let status, let message):
-            session.log(LOG_ERR, "validator \(validator) refused the \(step) request for \(user) (HTTP \(status): \(message)); denying")
+            session.log(.validatorRefusedRequest, LOG_ERR, "validator \(validator) refused the \(step) request for \(user) (HTTP \(status): \(message)); denying")
             return PAM_AUTH_ERR
         }
     }
@@ -418,7 +418,7 @@ struct RemoteVerification: PasscodeCheck {
 
 extension RemoteVerification: DialogueBackend {
     func tooManySteps() -> Int32 {
-        session.log(LOG_ERR, "the validator asked \(login.shownUser) for more dialogue steps than a login may take; denying")
+        session.log(.tooManySteps, LOG_ERR, "the validator asked \(login.shownUser) for more dialogue steps than a login may take; denying")
         return PAM_AUTH_ERR
     }
 
@@ -427,7 +427,7 @@ extension RemoteVerification: DialogueBackend {
     mutating func answer(_ step: NextStep, _ answer: UnsafeBufferPointer<UInt8>) -> StepOutcome {
         guard let client else { return .finished(PAM_AUTH_ERR) }
         guard answer.count <= PAMAuthentication.maxInput else {
-            session.log(LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
+            session.log(.overlongAnswer, LOG_NOTICE, "rejected an over-long answer for \(login.shownUser)")
             return .finished(PAM_AUTH_ERR)
         }
         switch step {

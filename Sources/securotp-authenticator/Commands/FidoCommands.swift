@@ -67,7 +67,7 @@ struct FidoRegister: ParsableCommand {
     /// The invoking user's name (getpwuid: not $USER, which anyone can set).
     static func loginName() throws -> String {
         guard let entry = getpwuid(getuid()), let name = entry.pointee.pw_name else {
-            throw CLIError(message: "cannot find your user name (uid \(getuid())); give it with --user", exitCode: 67)
+            throw CLIError(.noSuchSystemUser, "cannot find your user name (uid \(getuid())); give it with --user")
         }
         return String(cString: name)
     }

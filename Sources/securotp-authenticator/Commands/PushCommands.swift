@@ -28,7 +28,7 @@ enum PushPIN {
         if Terminal.isInteractive {
             var second: [UInt8]? = try Terminal.secretLine(prompt: "Again: ", what: "PIN")
             defer { wipe(&second) }
-            guard first == second else { throw CLIError(message: "the two PINs differ; run the command again", exitCode: 65) }
+            guard first == second else { throw CLIError(.invalidInput, "the two PINs differ; run the command again") }
         }
         return SecretBytes(copying: first ?? [])
     }
@@ -191,7 +191,7 @@ func report(_ result: (state: String, reason: String?), verb: String) throws {
     case "approved", "consumed", "denied":
         print("Request \(verb): \(state)\(reason).")
     default:
-        throw CLIError(message: "the validator did not take the answer: state \(state)\(reason)", exitCode: 65)
+        throw CLIError(.answerNotTaken, "the validator did not take the answer: state \(state)\(reason)")
     }
 }
 

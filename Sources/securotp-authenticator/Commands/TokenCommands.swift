@@ -57,7 +57,7 @@ struct Reset: StoreCommand {
             }
             let count = AuthenticatorStore.tokenCount(context.paths).map { "\($0) token\($0 == 1 ? "" : "s")" } ?? "every token"
             guard try Terminal.confirm("This deletes \(count) in \(context.paths.directory) and makes a new key and binding ID. Type yes to go on: ") else {
-                throw CLIError(message: "reset cancelled; nothing changed", exitCode: 1)
+                throw CLIError(.cancelled, "reset cancelled; nothing changed")
             }
         }
         let (removed, fresh) = try AuthenticatorStore.reset(context.paths, identity: context.identity, now: context.now)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Glibc
 import SecurOTPAuthenticator
 import SecurOTPCommandLine
+import SecurOTPCore
 
 /// The option every subcommand takes.
 struct StoreOptions: ParsableArguments {
@@ -49,9 +50,9 @@ struct Context {
     /// `value` as one line of key-sorted JSON (`Output.json`).
     func printJSON(_ value: some Encodable) throws { print(try Output.json(value)) }
 
-    static func fail(_ message: String, exitCode: Int32) -> Never {
-        standardError("securotp-authenticator: \(message)\n")
-        exit(exitCode)
+    static func fail(_ code: CLIErrorCode, _ message: String) -> Never {
+        standardError(code.line(program: "securotp-authenticator", message))
+        exit(code.exitStatus)
     }
 }
 

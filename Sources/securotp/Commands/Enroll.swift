@@ -87,14 +87,14 @@ struct Enroll: ContextCommand {
     private func printOATH(_ enrolled: EnrollResponse, _ context: CommandContext) throws {
         let token = enrolled.token
         guard let hashAlgorithm = HashAlgorithm(name: token.algorithm), let seed = Base32.decode(enrolled.secret) else {
-            throw CLIError(message: "the validator returned a token securotp cannot show (\(token.algorithm))", exitCode: 65)
+            throw CLIError(.invalidInput, "the validator returned a token securotp cannot show (\(token.algorithm))")
         }
         let parameters = OATHParameters(kind: token.kind == "hotp" ? .hotp : .totp, algorithm: hashAlgorithm, digits: token.digits,
                                         period: token.period ?? 30, counter: UInt64(max(0, token.counter ?? 0)))
         let uri = OTPAuthURI(parameters: parameters, secret: seed, account: label ?? "\(user)@\(Self.hostname())", issuer: issuer).render()
         let qr = try? QRCode.encode(Array(uri.utf8), errorCorrection: .medium)
         if let path = qrPNG {
-            guard let qr else { throw CLIError(message: "the URI is too long for a QR code", exitCode: 65) }
+            guard let qr else { throw CLIError(.invalidInput, "the URI is too long for a QR code") }
             try qr.png().withUnsafeBufferPointer { (bytes) throws(StoreError) in
                 try FileSecurity.writeSecret(path, bytes: bytes, replace: true)
             }

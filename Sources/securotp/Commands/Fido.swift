@@ -22,7 +22,7 @@ struct FidoCommand: AsyncParsableCommand {
 extension CommandContext {
     func openFidoStore() throws -> Store {
         guard case .local = target else {
-            throw CLIError(message: "FIDO credentials are not kept in PostgreSQL yet; run this with --server URL or on the validator with --state-dir", exitCode: 64)
+            throw CLIError(.notSupported, "FIDO credentials are not kept in PostgreSQL yet; run this with --server URL or on the validator with --state-dir")
         }
         return try Store.open(settings.paths, .create)
     }
@@ -145,7 +145,7 @@ struct FidoExport: ContextCommand {
         case .text:
             let active = credentials.filter { !$0.cloned }
             guard !active.isEmpty else {
-                throw CLIError(message: "\(user) has no usable FIDO credential; enroll one with: securotp fido enroll \(user)", exitCode: 66)
+                throw CLIError(.fidoNoCredential, "\(user) has no usable FIDO credential; enroll one with: securotp fido enroll \(user)")
             }
             context.print(FidoCredential.u2fLine(user: user, active))
         }
@@ -176,10 +176,10 @@ enum FidoImport {
         let text = String(decoding: bytes, as: UTF8.self)
         let shownPath = TerminalText.escaped(path)
         guard let line = U2FMappingFile.line(for: user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
-            throw CLIError(message: "\(shownPath) has no line for \(user) (pam_u2f mapping file: user:KH,PK,type,attributes); nothing imported", exitCode: 65)
+            throw CLIError(.invalidInput, "\(shownPath) has no line for \(user) (pam_u2f mapping file: user:KH,PK,type,attributes); nothing imported")
         }
         if let problem = line.problems.first {
-            throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
+            throw CLIError(.invalidInput, "\(shownPath):\(line.number): \(problem); nothing imported")
         }
         let added = try await context.addFido(line.credentials, user: user, source: "mapping-file")
         report(added, user: user, from: "\(shownPath):\(line.number)", format: format, context: context)
@@ -193,7 +193,7 @@ enum FidoImport {
         let bytes = try ImportInput.source(path)
         let shownPath = TerminalText.escaped(path)
         guard looksLikeMappingFile(bytes) else {
-            throw CLIError(message: "\(shownPath) is not a pam_u2f mapping file (user:KH,PK,type,attributes per line); nothing imported", exitCode: 65)
+            throw CLIError(.importInvalid, "\(shownPath) is not a pam_u2f mapping file (user:KH,PK,type,attributes per line); nothing imported")
         }
         let fido = context.settings.fido
         let text = String(decoding: bytes, as: UTF8.self)
@@ -201,7 +201,7 @@ enum FidoImport {
         var order: [String] = []
         for line in U2FMappingFile.lines(text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) {
             guard !line.user.isEmpty else {
-                throw CLIError(message: "\(shownPath):\(line.number): \(line.problems.first ?? "not user:KH,PK,type,attributes"); nothing imported", exitCode: 65)
+                throw CLIError(.importInvalid, "\(shownPath):\(line.number): \(line.problems.first ?? "not user:KH,PK,type,attributes"); nothing imported")
             }
             if last[line.user] == nil { order.append(line.user) }
             last[line.user] = line
@@ -210,25 +210,26 @@ enum FidoImport {
         for user in order {
             guard let line = last[user] else { continue }
             if let problem = line.problems.first {
-                throw CLIError(message: "\(shownPath):\(line.number): \(problem); nothing imported", exitCode: 65)
+                throw CLIError(.importInvalid, "\(shownPath):\(line.number): \(problem); nothing imported")
             }
             do {
                 try Store.validate(user: user)
             } catch {
-                throw CLIError(message: "\(shownPath):\(line.number): \(error.message); nothing imported", exitCode: 65)
+                throw CLIError(.importInvalid, "\(shownPath):\(line.number): \(error.message); nothing imported")
             }
             byUser.append((user, line.credentials))
         }
         // One transaction for every user needs the store itself, not a validator's API.
         guard !context.isRemote else {
-            throw CLIError(message: "--all imports into this host's store only (one transaction for every user); with --server, import each user: securotp import USER \(shownPath)", exitCode: 64)
+            throw CLIError(.localStoreOnly, "--all imports into this host's store only (one transaction for every user); with --server, import each user: securotp import USER \(shownPath)")
         }
         let store = try context.openFidoStore()
         let added: [(user: String, credentials: [FidoCredential])]
         do {
             added = try store.addFido(byUser: byUser, source: "mapping-file", maxTokens: context.settings.maxTokens, now: context.now())
         } catch {
-            throw CLIError(message: "\(shownPath): \(error.message); nothing imported", exitCode: ServiceError(error).exitCode)
+            // The store's kind (limit, conflict, …) keeps its code; the message names the file.
+            throw ServiceError(ServiceError(error).code, "\(shownPath): \(error.message); nothing imported")
         }
         switch format {
         case .json:
@@ -253,9 +254,9 @@ enum FidoImport {
     static func run(user: String, line: String, format: OutputFormat, context: CommandContext) async throws {
         let origin = context.settings.fido.effectiveOrigin
         let parsed = FidoCredential.parse(line: line, origin: origin, appID: context.settings.fido.effectiveAppID)
-        guard parsed.problem.isEmpty else { throw CLIError(message: "pam_u2f line: \(parsed.problem)", exitCode: 65) }
+        guard parsed.problem.isEmpty else { throw CLIError(.invalidInput, "pam_u2f line: \(parsed.problem)") }
         guard parsed.user.isEmpty || parsed.user == user else {
-            throw CLIError(message: "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)", exitCode: 65)
+            throw CLIError(.invalidInput, "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)")
         }
         let added = try await context.addFido(parsed.credentials, user: user, source: "pamu2fcfg")
         report(added, user: user, from: "the pam_u2f line", format: format, context: context)

@@ -40,7 +40,7 @@ struct ImportBatch: ContextCommand {
         if file == "-" {
             text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
         } else {
-            guard let data = FileManager.default.contents(atPath: file) else { throw CLIError(message: "cannot read \(file)", exitCode: 66) }
+            guard let data = FileManager.default.contents(atPath: file) else { throw CLIError(.inputUnreadable, "cannot read \(file)") }
             text = String(decoding: data, as: UTF8.self)
         }
         var lines: [Line] = []

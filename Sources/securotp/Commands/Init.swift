@@ -66,7 +66,7 @@ struct KeyCommand: AsyncParsableCommand {
         func run() async throws {
             var path = output
             if !path.hasPrefix("/") {
-                guard let directory = getcwd(nil, 0) else { throw CLIError(message: "cannot read the current directory", exitCode: 71) }
+                guard let directory = getcwd(nil, 0) else { throw CLIError(.system, "cannot read the current directory") }
                 path = String(cString: directory) + "/" + path
                 free(directory)
             }

@@ -38,7 +38,7 @@ struct PIN: AsyncParsableCommand {
                 for index in first.indices { first[index] = 0 }
                 for index in second.indices { second[index] = 0 }
             }
-            guard first == second else { throw CLIError(message: "the two PINs differ; nothing changed", exitCode: 65) }
+            guard first == second else { throw CLIError(.invalidInput, "the two PINs differ; nothing changed") }
             let request = PINRequest(pin: String(decoding: first, as: UTF8.self))
             try await context.withService { service in try await service.setPIN(user: user, serial: serial, request, caller: context.caller) }
             context.print("PIN set for token \(serial) of \(user).")

@@ -31,7 +31,7 @@ struct Policy: ContextCommand {
     @inline(never)
     private func policy(in context: CommandContext) throws {
         guard case .local = context.target else {
-            throw CLIError(message: "method policies are kept in the local store only; run this on the host (or validator) without --server or --database", exitCode: 64)
+            throw CLIError(.localStoreOnly, "method policies are kept in the local store only; run this on the host (or validator) without --server or --database")
         }
         if methods != nil && clear { throw CLIError.usage("--methods and --clear exclude each other") }
         guard let subject else {

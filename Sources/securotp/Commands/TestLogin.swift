@@ -39,10 +39,10 @@ struct TestLogin: AsyncParsableCommand {
     /// `context`: where the lines go (the stack itself talks to this terminal, as a login would).
     func run(in context: CommandContext) async throws {
         guard geteuid() == 0 else {
-            throw CLIError(message: "test runs a PAM stack as the programs do and must run as root", exitCode: 77)
+            throw CLIError(.notRoot, "test runs a PAM stack as the programs do and must run as root")
         }
         guard CommandContext.userExists(user) else {
-            throw CLIError(message: "no such user: \(user) (NSS does not know it)", exitCode: 67)
+            throw CLIError(.noSuchSystemUser, "no such user: \(user) (NSS does not know it)")
         }
         if access("/etc/pam.d/\(service)", F_OK) != 0 {
             CommandContext.warn("/etc/pam.d/\(service) does not exist: PAM runs /etc/pam.d/other instead (on Debian it refuses everyone)")

@@ -75,7 +75,7 @@ struct CommandContext {
             }
             settings.paths = StorePaths(stateDirectory: directory)
         } else if geteuid() != 0 {
-            throw CLIError(message: "securotp manages the system token store and must run as root (or use --state-dir DIR for a private store, or --server URL for a validator)", exitCode: 77)
+            throw CLIError(.notRoot, "securotp manages the system token store and must run as root (or use --state-dir DIR for a private store, or --server URL for a validator)")
         }
         if let config = options.config {
             guard config.hasPrefix("/") else { throw CLIError.usage("--config must be an absolute path (got \(TerminalText.quoted(config)))") }
@@ -136,10 +136,10 @@ struct CommandContext {
     /// One line of output.
     func print(_ text: String) { output.write(text + "\n") }
 
-    static func fail(_ message: String, exitCode: Int32) -> Never {
+    static func fail(_ code: CLIErrorCode, _ message: String) -> Never {
         // Messages may carry what a validator or a host sent: escaped (TerminalText).
-        standardError("securotp: \(TerminalText.escaped(message))\n")
-        exit(exitCode)
+        standardError(code.line(program: "securotp", TerminalText.escaped(message)))
+        exit(code.exitStatus)
     }
 
     static func warn(_ message: String) {
