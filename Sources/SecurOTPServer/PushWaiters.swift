@@ -1,5 +1,12 @@
 import SecurOTPService
 
+/// One look at a long-poll's state: final, or the ticket to wait on (taken before the look,
+/// PushWaiters) and for how long.
+public enum PollStep<Value: Sendable>: Sendable {
+    case done(Value)
+    case wait(ticket: Int, seconds: Double)
+}
+
 /// Long-polls without a polling interval (docs/push.md): a waiting request holds a ticket under
 /// a key — `push:<id>` for a host waiting on its request, `user:<name>` for a user's devices
 /// waiting for new requests — and a state change on that key resumes it at once. A ticket is
@@ -56,6 +63,16 @@ public actor PushWaiters {
         guard let key = keyOfTicket.removeValue(forKey: ticket) else { return }
         keys[key]?.remove(ticket)
         if keys[key]?.isEmpty == true { keys[key] = nil }
+    }
+
+    /// Looks (`step`) until the look is final, waiting on each look's ticket in between.
+    public nonisolated func poll<Value: Sendable>(_ step: () async throws -> PollStep<Value>) async throws -> Value {
+        while true {
+            switch try await step() {
+            case .done(let value): return value
+            case .wait(let ticket, let seconds): await wait(ticket, seconds: seconds)
+            }
+        }
     }
 
     private func resume(_ ticket: Int) {
