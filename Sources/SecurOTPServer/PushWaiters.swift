@@ -18,6 +18,7 @@ public actor PushWaiters {
     private var keyOfTicket: [Int: String] = [:]
     private var notified: Set<Int> = []
     private var continuations: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var wakers: [Int: @Sendable () -> Void] = [:]
     private var nextTicket = 0
 
     public init(capacity: Int = 10_000) { self.capacity = capacity }
@@ -49,16 +50,30 @@ public actor PushWaiters {
         }
     }
 
+    /// Calls `wake` once when `key` is notified — at once if it was since the ticket was taken,
+    /// or the ticket is gone — and never after `finish`. The caller owns the timeout (ParkedPoll).
+    public func whenNotified(_ ticket: Int, _ wake: @escaping @Sendable () -> Void) {
+        guard keyOfTicket[ticket] != nil, !notified.contains(ticket) else { return wake() }
+        wakers[ticket] = wake
+    }
+
     /// Resumes every wait under `key`.
     public func notify(_ key: String) {
         for ticket in keys[key] ?? [] {
-            if continuations[ticket] != nil { resume(ticket) } else { notified.insert(ticket) }
+            if continuations[ticket] != nil {
+                resume(ticket)
+            } else if let wake = wakers.removeValue(forKey: ticket) {
+                wake()
+            } else {
+                notified.insert(ticket)
+            }
         }
     }
 
     /// Drops a ticket that will not wait (the state was final already).
     public func finish(_ ticket: Int) {
         if let continuation = continuations.removeValue(forKey: ticket) { continuation.resume() }
+        wakers[ticket] = nil
         notified.remove(ticket)
         guard let key = keyOfTicket.removeValue(forKey: ticket) else { return }
         keys[key]?.remove(ticket)

@@ -8,6 +8,8 @@ import SecurOTPService
 struct PushRoutes {
     let devices: (any DeviceService)?
     let waiters: PushWaiters
+    /// Where a waiting long-poll parks instead of holding its task.
+    var polls = LongPolls()
     /// Wake-up hooks, when configured: started after the request is stored, never awaited.
     var hooks: PushWakeHooks? = nil
 
@@ -45,9 +47,9 @@ struct PushRoutes {
     }
 
     /// Answers as soon as the request leaves `pending`, or after `wait` seconds, or at its expiry.
-    func wait(_ body: PushWaitRequest, caller: Caller) async throws -> PushStatus {
+    func wait(_ body: PushWaitRequest, caller: Caller, context: ValidatorRequestContext) async throws -> Response {
         let deadline = Self.now + (try Self.waitSeconds(body.wait))
-        return try await waiters.poll { try await waitStep(body, caller: caller, deadline: deadline) }
+        return try await polls.answer(context: context, waiters: waiters) { try await waitStep(body, caller: caller, deadline: deadline) }
     }
 
     /// One look at the request: its status once it is no longer pending or the wait is over,
@@ -106,7 +108,7 @@ struct PushRoutes {
         group.post("device/requests") { request, context in
             let body = try await request.decode(as: DeviceWaitRequest.self, context: context)
             let caller = try context.requireCaller()
-            return JSONResponse(try await pending(caller: caller, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known)))
+            return try await pending(caller: caller, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known), context: context)
         }
         group.post("device/answer") { request, context in
             let body = try await request.decode(as: DeviceAnswerRequest.self, context: context)
@@ -139,9 +141,9 @@ struct PushRoutes {
 
     /// The user's pending requests at once when they differ from `known`, else when they change
     /// (a request arrives, or one is answered, cancelled, superseded), or after `wait`.
-    private func pending(caller: Caller, wait: Double, known: Set<String> = []) async throws -> DevicePushList {
+    private func pending(caller: Caller, wait: Double, known: Set<String>, context: ValidatorRequestContext) async throws -> Response {
         let deadline = Self.now + wait
-        return try await waiters.poll { try await pendingStep(caller: caller, deadline: deadline, known: known) }
+        return try await polls.answer(context: context, waiters: waiters) { try await pendingStep(caller: caller, deadline: deadline, known: known) }
     }
 
     /// One look at the user's pending requests: the list, or the ticket to wait on and for how long.
