@@ -14,7 +14,8 @@ import ServiceLifecycle
 public func buildApplication(configuration: DaemonConfiguration, service: any TokenService, logger: Logger, metrics: ValidatorMetrics = ValidatorMetrics(),
                              onServerRunning: @escaping @Sendable (_ boundAddress: String) async -> Void = { _ in })
     throws -> some ApplicationProtocol {
-    let router = buildRouter(configuration: configuration, service: service, metrics: metrics, logger: logger)
+    let polls = LongPolls()
+    let router = buildRouter(configuration: configuration, service: service, metrics: metrics, polls: polls, logger: logger)
     var services: [any Service] = [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger)]
     if let listen = configuration.servedMetricsListen {
         services.append(Application(router: buildMetricsRouter(metrics), configuration: .init(address: bindAddress(listen), serverName: "securotpd"),
@@ -22,9 +23,21 @@ public func buildApplication(configuration: DaemonConfiguration, service: any To
                                         logger.notice("metrics listening", metadata: ["metrics_listen": "\(boundAddress(channel) ?? "\(listen)")"])
                                     }, logger: logger))
     }
-    return Application(router: router, server: try serverBuilder(configuration),
+    return Application(responder: RequestTask(responder: router.buildResponder()), server: try serverBuilder(configuration, polls: polls),
                        configuration: .init(address: bindAddress(configuration.listen), serverName: "securotpd"), services: services,
                        onServerRunning: { channel in await onServerRunning(boundAddress(channel) ?? "\(configuration.listen)") }, logger: logger)
+}
+
+/// Runs each request in a task of its own. A connection's task keeps the task-allocator slabs
+/// of the deepest call it ever made (they are freed only when the task ends), so a connection
+/// that had run the router's chain once held ~33 KiB while it waited in a parked long-poll
+/// (LongPolls) or sat idle; a task per request gives them back when the answer is ready.
+struct RequestTask<Responder: HTTPResponder & Sendable>: HTTPResponder where Responder.Context: Sendable {
+    let responder: Responder
+
+    func respond(to request: Request, context: Responder.Context) async throws -> Response {
+        try await Task { try await responder.respond(to: request, context: context) }.value
+    }
 }
 
 func bindAddress(_ listen: DaemonConfiguration.Listen) -> BindAddress {
@@ -60,19 +73,19 @@ public func buildRouter(configuration: DaemonConfiguration, service: any TokenSe
 }
 
 func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics,
-                 waiters: PushWaiters? = nil, logger: Logger = Logger(label: "securotpd")) -> Router<ValidatorRequestContext> {
+                 waiters: PushWaiters? = nil, polls: LongPolls = LongPolls(), logger: Logger = Logger(label: "securotpd")) -> Router<ValidatorRequestContext> {
     let waiters = waiters ?? PushWaiters(capacity: configuration.maxPushWaiters)
     // Nodes sharing a database end each other's waits (PushChangeFeed).
     (service as? any PushChangeFeed)?.followPushChanges { key in await waiters.notify(key) }
     let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute,
                             addressPerMinute: configuration.webRequestsPerMinute)
     let router = Router(context: ValidatorRequestContext.self)
-    router.add(middleware: AccessLog(metrics: metrics))
+    router.add(middleware: AccessLog(metrics: metrics, polls: polls))
     router.add(middleware: ErrorEnvelopeMiddleware())
     SystemRoutes(service: service).add(to: router)
     WebAppRoutes(usesTLS: configuration.usesTLS).add(to: router)
     let hooks = PushWakeHooks(url: configuration.pushHookURL, command: configuration.pushHookCommand, logger: logger)
-    let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters, hooks: hooks.isEnabled ? hooks : nil)
+    let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters, polls: polls, hooks: hooks.isEnabled ? hooks : nil)
     HostRoutes(service: service, limits: limits, metrics: metrics, push: push)
         .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
     AdminRoutes(service: service, push: push)
@@ -88,8 +101,10 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
 }
 
 /// HTTP/1.1, over TLS 1.2+ when a certificate is configured; mutual TLS with a client CA.
-func serverBuilder(_ configuration: DaemonConfiguration) throws -> HTTPServerBuilder {
-    guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return .http1() }
+/// Each connection's pipeline holds a LongPollHandler, where push long-polls wait.
+func serverBuilder(_ configuration: DaemonConfiguration, polls: LongPolls) throws -> HTTPServerBuilder {
+    let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [polls.handler()]))
+    guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return http1 }
     var tls = TLSConfiguration.makeServerConfiguration(
         certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
         privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
@@ -98,7 +113,7 @@ func serverBuilder(_ configuration: DaemonConfiguration) throws -> HTTPServerBui
         tls.certificateVerification = .noHostnameVerification
         tls.trustRoots = .file(clientCA)
     }
-    return try .tls(.http1(), tlsConfiguration: tls)
+    return try .tls(http1, tlsConfiguration: tls)
 }
 
 /// Deletes audit entries past the retention period, hourly.

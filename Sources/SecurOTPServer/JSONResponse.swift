@@ -12,10 +12,24 @@ struct JSONResponse<Value: Encodable & Sendable>: ResponseGenerator {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
+        try parts().response
+    }
+
+    /// The response as bytes (a long-poll answered after its route returned writes these).
+    func parts() throws -> ResponseParts {
         var buffer = ByteBuffer()
         buffer.writeBytes(try APICoding.encoder().encode(value))
-        return Response(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: .init(byteBuffer: buffer))
+        return ResponseParts(status: status, headers: [.contentType: "application/json", .cacheControl: "no-store"], body: buffer)
     }
+}
+
+/// A whole response: status, headers and body bytes.
+struct ResponseParts: Sendable {
+    var status: HTTPResponse.Status
+    var headers: HTTPFields
+    var body: ByteBuffer
+
+    var response: Response { Response(status: status, headers: headers, body: .init(byteBuffer: body)) }
 }
 
 /// 204 No Content, for changes that return nothing.

@@ -7,6 +7,8 @@ import SecurOTPService
 public struct ValidatorRequestContext: RequestContext, RemoteAddressRequestContext {
     public var coreContext: CoreRequestContextStorage
     public let remoteAddress: SocketAddress?
+    /// The connection, where a long-poll parks (LongPolls).
+    let channel: (any Channel)?
     /// Set by `Authenticate` before a route runs.
     public var caller: Caller?
     /// Set by routes for the access log (never a code or PIN).
@@ -18,6 +20,7 @@ public struct ValidatorRequestContext: RequestContext, RemoteAddressRequestConte
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
+        channel = source.channel
     }
 
     public var requestDecoder: JSONDecoder { APICoding.decoder() }

@@ -7,18 +7,27 @@ struct AccessLog: RouterMiddleware {
     typealias Context = ValidatorRequestContext
 
     let metrics: ValidatorMetrics
+    var polls: LongPolls? = nil
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
         let response = try await next(request, context)
-        let duration = ContinuousClock.now - start
         let route = context.endpointPath ?? "unmatched"
-        metrics.request(route: route, method: request.method.rawValue, status: response.status.code, duration: duration)
-        let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
-        context.logger.info("request", metadata: [
-            "method": "\(request.method.rawValue)", "route": "\(route)", "status": "\(response.status.code)",
-            "duration_us": "\(microseconds)", "peer": "\(context.peer)",
-        ])
+        let method = request.method.rawValue, peer = context.peer, logger = context.logger, metrics = metrics
+        let record: @Sendable (HTTPResponse.Status) -> Void = { status in
+            let duration = ContinuousClock.now - start
+            metrics.request(route: route, method: method, status: status.code, duration: duration)
+            let microseconds = duration.components.seconds * 1_000_000 + duration.components.attoseconds / 1_000_000_000_000
+            logger.info("request", metadata: [
+                "method": "\(method)", "route": "\(route)", "status": "\(status.code)", "duration_us": "\(microseconds)", "peer": "\(peer)",
+            ])
+        }
+        // A parked long-poll (LongPolls) is logged with its answer, when the connection writes it.
+        if response.headers[LongPolls.marker] != nil, let polls, let channel = context.channel {
+            polls.whenAnswered(on: channel, record)
+        } else {
+            record(response.status)
+        }
         return response
     }
 }

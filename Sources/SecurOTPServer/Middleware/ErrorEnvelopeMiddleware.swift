@@ -11,26 +11,34 @@ struct ErrorEnvelopeMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
-        } catch let error as ServiceError {
-            var response = Self.envelope(status: .init(code: error.httpStatus), code: error.code.rawValue, message: error.message)
-            if error.code == .rateLimited { response.headers[.retryAfter] = "1" }
-            if error.code == .unauthorized { response.headers[.wwwAuthenticate] = "Bearer realm=\"securotpd\"" }
-            return response
-        } catch let error as HTTPError {
-            return Self.envelope(status: error.status, code: Self.code(for: error.status), message: error.body ?? error.status.reasonPhrase)
-        } catch let error as any HTTPResponseError {
-            return Self.envelope(status: error.status, code: Self.code(for: error.status), message: error.status.reasonPhrase)
         } catch {
-            context.logger.error("internal error", metadata: ["error": "\(String(reflecting: error))"])
-            return Self.envelope(status: .internalServerError, code: "internal", message: "internal error; see the validator's log")
+            return Self.parts(for: error, logger: context.logger).response
         }
     }
 
-    static func envelope(status: HTTPResponse.Status, code: String, message: String) -> Response {
+    /// The envelope of `error` (also for a long-poll's error after its route returned).
+    static func parts(for error: any Error, logger: Logger) -> ResponseParts {
+        switch error {
+        case let error as ServiceError:
+            var parts = envelope(status: .init(code: error.httpStatus), code: error.code.rawValue, message: error.message)
+            if error.code == .rateLimited { parts.headers[.retryAfter] = "1" }
+            if error.code == .unauthorized { parts.headers[.wwwAuthenticate] = "Bearer realm=\"securotpd\"" }
+            return parts
+        case let error as HTTPError:
+            return envelope(status: error.status, code: code(for: error.status), message: error.body ?? error.status.reasonPhrase)
+        case let error as any HTTPResponseError:
+            return envelope(status: error.status, code: code(for: error.status), message: error.status.reasonPhrase)
+        default:
+            logger.error("internal error", metadata: ["error": "\(String(reflecting: error))"])
+            return envelope(status: .internalServerError, code: "internal", message: "internal error; see the validator's log")
+        }
+    }
+
+    static func envelope(status: HTTPResponse.Status, code: String, message: String) -> ResponseParts {
         var buffer = ByteBuffer()
         let body = (try? APICoding.encoder().encode(ErrorEnvelope(code: code, message: message))).map { Array($0) } ?? Array("{}".utf8)
         buffer.writeBytes(body)
-        return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: buffer))
+        return ResponseParts(status: status, headers: [.contentType: "application/json"], body: buffer)
     }
 
     static func code(for status: HTTPResponse.Status) -> String {

@@ -64,7 +64,7 @@ struct HostRoutes {
         }
         group.post("push/wait") { request, context in
             let body = try await request.decode(as: PushWaitRequest.self, context: context)
-            return JSONResponse(try await push.wait(body, caller: try context.requireCaller()))
+            return try await push.wait(body, caller: try context.requireCaller(), context: context)
         }
         group.post("push/result") { request, context in
             let body = try await request.decode(as: PushResultRequest.self, context: context)

@@ -8,6 +8,8 @@ import SecurOTPService
 struct PushRoutes {
     let devices: (any DeviceService)?
     let waiters: PushWaiters
+    /// Where a waiting long-poll parks instead of holding its task.
+    var polls = LongPolls()
     /// Wake-up hooks, when configured: started after the request is stored, never awaited.
     var hooks: PushWakeHooks? = nil
 
@@ -45,24 +47,28 @@ struct PushRoutes {
     }
 
     /// Answers as soon as the request leaves `pending`, or after `wait` seconds, or at its expiry.
-    func wait(_ body: PushWaitRequest, caller: Caller) async throws -> PushStatus {
-        let devices = try service()
+    func wait(_ body: PushWaitRequest, caller: Caller, context: ValidatorRequestContext) async throws -> Response {
         let deadline = Self.now + (try Self.waitSeconds(body.wait))
-        while true {
-            let ticket = try await ticket(PushWaiters.request(body.id))
-            let status: PushStatus
-            do { status = try await devices.pushStatus(id: body.id, caller: caller) } catch {
-                await waiters.finish(ticket)
-                throw error
-            }
-            // Past its expiry the next read marks the request expired.
-            let remaining = min(deadline, Double(status.expires) + 0.01) - Self.now
-            guard status.state == "pending", remaining > 0, deadline > Self.now else {
-                await waiters.finish(ticket)
-                return status
-            }
-            await waiters.wait(ticket, seconds: remaining)
+        return try await polls.answer(context: context, waiters: waiters) { try await waitStep(body, caller: caller, deadline: deadline) }
+    }
+
+    /// One look at the request: its status once it is no longer pending or the wait is over,
+    /// else the ticket to wait on (taken before the read) and for how long.
+    func waitStep(_ body: PushWaitRequest, caller: Caller, deadline: Double) async throws -> PollStep<PushStatus> {
+        let devices = try service()
+        let ticket = try await ticket(PushWaiters.request(body.id))
+        let status: PushStatus
+        do { status = try await devices.pushStatus(id: body.id, caller: caller) } catch {
+            await waiters.finish(ticket)
+            throw error
         }
+        // Past its expiry the next read marks the request expired.
+        let remaining = min(deadline, Double(status.expires) + 0.01) - Self.now
+        guard status.state == "pending", remaining > 0, deadline > Self.now else {
+            await waiters.finish(ticket)
+            return .done(status)
+        }
+        return .wait(ticket: ticket, seconds: remaining)
     }
 
     func result(_ body: PushResultRequest, caller: Caller) async throws {
@@ -102,7 +108,7 @@ struct PushRoutes {
         group.post("device/requests") { request, context in
             let body = try await request.decode(as: DeviceWaitRequest.self, context: context)
             let caller = try context.requireCaller()
-            return JSONResponse(try await pending(caller: caller, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known)))
+            return try await pending(caller: caller, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known), context: context)
         }
         group.post("device/answer") { request, context in
             let body = try await request.decode(as: DeviceAnswerRequest.self, context: context)
@@ -135,26 +141,28 @@ struct PushRoutes {
 
     /// The user's pending requests at once when they differ from `known`, else when they change
     /// (a request arrives, or one is answered, cancelled, superseded), or after `wait`.
-    private func pending(caller: Caller, wait: Double, known: Set<String> = []) async throws -> DevicePushList {
-        let devices = try service()
+    private func pending(caller: Caller, wait: Double, known: Set<String>, context: ValidatorRequestContext) async throws -> Response {
         let deadline = Self.now + wait
-        let key = PushWaiters.user(caller.users.first ?? "")
-        while true {
-            let ticket = try await ticket(key)
-            let list: DevicePushList
-            do { list = try await devices.pendingPushes(caller: caller) } catch {
-                await waiters.finish(ticket)
-                throw error
-            }
-            let remaining = deadline - Self.now
-            // A known request that expires changes nothing in the store: wake at its expiry.
-            let expiry = list.requests.map { Double($0.expires) + 0.01 }.min().map { $0 - Self.now } ?? remaining
-            guard Set(list.requests.map(\.id)) == known, remaining > 0, expiry > 0 else {
-                await waiters.finish(ticket)
-                return list
-            }
-            await waiters.wait(ticket, seconds: min(remaining, expiry))
+        return try await polls.answer(context: context, waiters: waiters) { try await pendingStep(caller: caller, deadline: deadline, known: known) }
+    }
+
+    /// One look at the user's pending requests: the list, or the ticket to wait on and for how long.
+    func pendingStep(caller: Caller, deadline: Double, known: Set<String>) async throws -> PollStep<DevicePushList> {
+        let devices = try service()
+        let ticket = try await ticket(PushWaiters.user(caller.users.first ?? ""))
+        let list: DevicePushList
+        do { list = try await devices.pendingPushes(caller: caller) } catch {
+            await waiters.finish(ticket)
+            throw error
         }
+        let remaining = deadline - Self.now
+        // A known request that expires changes nothing in the store: wake at its expiry.
+        let expiry = list.requests.map { Double($0.expires) + 0.01 }.min().map { $0 - Self.now } ?? remaining
+        guard Set(list.requests.map(\.id)) == known, remaining > 0, expiry > 0 else {
+            await waiters.finish(ticket)
+            return .done(list)
+        }
+        return .wait(ticket: ticket, seconds: min(remaining, expiry))
     }
 
     // MARK: admins

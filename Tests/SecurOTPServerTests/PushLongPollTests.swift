@@ -1,0 +1,255 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import SecurOTPServer
+import SecurOTPService
+import Testing
+
+/// Push long-polls over real connections (LongPolls: a waiting request parks on its connection,
+/// not in a task): answered once each by their own decision, the timeout's answer as before,
+/// a client that leaves frees its slot at once, and answers stay in request order.
+@Suite("Validator API: push long-polls parked on the connection")
+struct PushLongPollTests {
+    /// Runs `body` against the application on a loopback port (its real pipeline).
+    static func live<R: Sendable>(_ fixture: ValidatorFixture, _ body: @Sendable (APIClient, _ port: Int) async throws -> R) async throws -> R {
+        do {
+            let result = try await fixture.application().test(.live) { client in try await body(APIClient(client: client), try #require(client.port)) }
+            await fixture.cleanUp()
+            return result
+        } catch {
+            await fixture.cleanUp()
+            throw error
+        }
+    }
+
+    static func request(_ path: String, _ body: [String: Any], bearer: String, extraHeaders: String = "") throws -> String {
+        let json = String(decoding: try JSONSerialization.data(withJSONObject: body), as: UTF8.self)
+        return "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(bearer)\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(json.utf8.count)\r\n\(extraHeaders)\r\n\(json)"
+    }
+
+    @Test("many waiting hosts and a device, each answered once by its own change")
+    func manyWaiters() async throws {
+        let fixture = try await ValidatorFixture.make()
+        // Setup in router mode; the live part uses only raw connections (no 15 s client timeout
+        // to trip in the full parallel run on the shared cores).
+        let users = (0..<8).map { "user\($0)" }
+        let (ids, watcher) = try await fixture.application().test(.router) { testClient in
+            let client = APIClient(client: testClient)
+            var ids: [String] = []
+            for user in users {
+                _ = try await PushAPITests.enrollDevice(client, fixture, user)
+                ids.append(try #require(try await PushAPITests.open(client, fixture, user).string("id")))
+            }
+            return (ids, try await PushAPITests.enrollDevice(client, fixture, "watcher"))
+        }
+        try await Self.live(fixture) { _, port in
+            let control = try RawHTTPConnection(port: port)
+            let connections = try ids.map { id in
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 30], bearer: fixture.host))
+                return connection
+            }
+            let device = try RawHTTPConnection(port: port)
+            try device.send(try Self.request("/v1/device/requests", ["wait": 30], bearer: watcher.credential))
+            try await Task.sleep(for: .milliseconds(500))
+            let started = Date()
+            // Each request decided in turn; its own wait, and only it, answers.
+            for (index, id) in ids.enumerated() {
+                try control.send(try Self.request("/v1/push/cancel", ["id": id], bearer: fixture.host))
+                let cancelled = try await control.response()
+                #expect(cancelled.status == 200, "\(cancelled.text)")
+                let answer = try await connections[index].response()
+                #expect(answer.status == 200 && answer.json["id"] as? String == id && answer.json["state"] as? String == "cancelled", "\(answer.text)")
+                #expect(answer.headers["content-type"] == "application/json" && answer.headers["cache-control"] == "no-store", "\(answer.headers)")
+                #expect(answer.headers["x-securotp-long-poll"] == nil && answer.headers["server"] == "securotpd", "\(answer.headers)")
+                for later in connections[(index + 1)...].prefix(1) { #expect(try await later.nothingYet(), "another request's wait answered") }
+            }
+            try control.send(try Self.request("/v1/push", ["user": "watcher", "nonce": PushAPITests.nonce, "number": "492817", "service": "sshd",
+                                                           "remote_address": "192.0.2.7", "tty": "ssh", "command": ""], bearer: fixture.host))
+            let opened = try #require(try await control.response().json["id"] as? String)
+            let list = try await device.response()
+            #expect(list.status == 200 && (list.json["requests"] as? [[String: Any]])?.map { $0["id"] as? String } == [opened], "\(list.text)")
+            #expect(Date().timeIntervalSince(started) < 25, "the waits were answered by their changes, not their 30 s timeout")
+            // Exactly once: the connections carry no second answer, and stay usable.
+            for connection in connections.prefix(3) {
+                #expect(try await connection.nothingYet())
+                try connection.send(try Self.request("/v1/push/wait", ["id": ids[0], "wait": 1], bearer: fixture.host))
+                let again = try await connection.response()
+                #expect(again.status == 200 && again.json["state"] as? String == "cancelled", "\(again.text)")
+            }
+        }
+    }
+
+    @Test("the timeout's answer is the router's: the request's status, pending")
+    func timeoutAnswer() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let (id, routed) = try await fixture.application().test(.router) { testClient in
+            let client = APIClient(client: testClient)
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await PushAPITests.open(client, fixture, "alice").string("id"))
+            return (id, try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host).text)
+        }
+        try await Self.live(fixture) { _, port in
+            let connection = try RawHTTPConnection(port: port)
+            let started = Date()
+            try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host))
+            let answer = try await connection.response()
+            let waited = Date().timeIntervalSince(started)
+            #expect(answer.status == 200 && answer.text == routed, "live \(answer.text), router \(routed)")
+            #expect(waited >= 0.9 && waited < 10, "waited \(waited) s for a 1 s wait")
+            #expect(answer.headers["content-length"] == String(answer.text.utf8.count))
+            // Refusals still come from the route, before any wait.
+            try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 31], bearer: fixture.host))
+            let refused = try await connection.response()
+            #expect(refused.status == 400 && (refused.json["error"] as? [String: Any])?["code"] as? String == "invalid_input", "\(refused.text)")
+            try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 1], bearer: "sotp_h_wrong"))
+            let unauthorized = try await connection.response()
+            #expect(unauthorized.status == 401 && unauthorized.headers["www-authenticate"] != nil, "\(unauthorized.text)")
+        }
+    }
+
+    @Test("a client that leaves while waiting frees its slot at once")
+    func disconnectFreesSlot() async throws {
+        let fixture = try await ValidatorFixture.make { $0.maxPushWaiters = 2 }
+        try await Self.live(fixture) { client, port in
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await PushAPITests.open(client, fixture, "alice").string("id"))
+            let leaving = try RawHTTPConnection(port: port), staying = try RawHTTPConnection(port: port)
+            for connection in [leaving, staying] {
+                try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 30], bearer: fixture.host))
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            let full = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
+            #expect(full.status == 503 && full.errorCode == "unavailable", "\(full.text)")
+            leaving.close()
+            var freed = false
+            for _ in 0..<40 where !freed {
+                try await Task.sleep(for: .milliseconds(100))
+                freed = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host).status == 200
+            }
+            #expect(freed, "the slot of the client that left is still held (its 30 s wait)")
+            _ = try await client.call(.post, "/v1/push/cancel", ["id": id], bearer: fixture.host)
+            let answer = try await staying.response()
+            #expect(answer.json["state"] as? String == "cancelled", "\(answer.text)")
+        }
+    }
+
+    @Test("a request pipelined behind a waiting one is answered after it; Connection: close closes after the answer")
+    func order() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await Self.live(fixture) { client, port in
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await PushAPITests.open(client, fixture, "alice").string("id"))
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
+                + Self.request("/v1/preflight", ["user": "alice"], bearer: fixture.host))
+            let first = try await connection.response()
+            let second = try await connection.response()
+            #expect(first.json["state"] as? String == "pending", "\(first.text)")
+            #expect(second.json["has_tokens"] != nil, "\(second.text)")
+
+            let closing = try RawHTTPConnection(port: port)
+            try closing.send(try Self.request("/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host, extraHeaders: "Connection: close\r\n"))
+            let last = try await closing.response()
+            #expect(last.status == 200 && last.json["state"] as? String == "pending", "\(last.text)")
+            #expect(try await closing.closedByServer(), "the connection stays open after Connection: close")
+        }
+    }
+}
+
+/// A plain blocking HTTP/1.1 client on one TCP connection: requests written as given, responses
+/// read with Content-Length. Lets a test pipeline, hold and drop connections as it likes.
+final class RawHTTPConnection: @unchecked Sendable {
+    struct Answer {
+        let status: Int
+        let headers: [String: String]
+        let text: String
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:] }
+    }
+
+    private var descriptor: Int32
+    private var buffered: [UInt8] = []
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        try #require(connected, "connect to 127.0.0.1:\(port)")
+    }
+
+    deinit { close() }
+
+    func close() {
+        if descriptor >= 0 { _ = Glibc.close(descriptor) }
+        descriptor = -1
+    }
+
+    func send(_ text: String) throws {
+        let bytes = Array(text.utf8)
+        let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        try #require(sent == bytes.count)
+    }
+
+    /// Bytes that have arrived; empty when none, nil at the end of the stream. Never blocks:
+    /// the server's tasks share the test's few cooperative threads.
+    private func receive() -> [UInt8]? {
+        var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        guard poll(&poller, 1, 0) == 1 else { return [] }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? Array(chunk[..<count]) : nil
+    }
+
+    /// The next response, within 40 s.
+    func response() async throws -> Answer {
+        let deadline = Date().addingTimeInterval(40)
+        while true {
+            if let answer = parse() { return answer }
+            guard Date() < deadline else { throw POSIXError(.ETIMEDOUT) }
+            guard let bytes = receive() else { throw POSIXError(.ECONNRESET) }
+            buffered += bytes
+            if bytes.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        }
+    }
+
+    /// True when no response bytes are waiting (after 50 ms).
+    func nothingYet() async throws -> Bool {
+        try await Task.sleep(for: .milliseconds(50))
+        guard let bytes = receive() else { return false }
+        buffered += bytes
+        return buffered.isEmpty
+    }
+
+    /// True when the server closes the connection within 5 s.
+    func closedByServer() async throws -> Bool {
+        for _ in 0..<100 {
+            try await Task.sleep(for: .milliseconds(50))
+            guard let bytes = receive() else { return true }
+            buffered += bytes
+        }
+        return false
+    }
+
+    private func parse() -> Answer? {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard let end = (0..<max(0, buffered.count - 3)).first(where: { Array(buffered[$0..<$0 + 4]) == separator }) else { return nil }
+        let lines = String(decoding: buffered[..<end], as: UTF8.self).components(separatedBy: "\r\n")
+        guard let statusLine = lines.first, let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else { return nil }
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        let length = Int(headers["content-length"] ?? "0") ?? 0
+        guard buffered.count >= end + 4 + length else { return nil }
+        let text = String(decoding: buffered[(end + 4)..<(end + 4 + length)], as: UTF8.self)
+        buffered.removeFirst(end + 4 + length)
+        return Answer(status: status, headers: headers, text: text)
+    }
+}
