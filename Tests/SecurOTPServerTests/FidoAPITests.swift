@@ -49,6 +49,22 @@ struct FidoAPITests {
         return offer
     }
 
+    @Test("A resident credential (no key handle) is left out of the challenge; the user's other credential is still offered")
+    func residentLeftOut() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let key = try TestKey()
+        let serial = try Self.enroll(fixture, key)
+        var resident = try TestKey().credential
+        resident.keyHandle = []
+        let store = try Store.open(fixture.configuration.store.paths, .migrate)
+        _ = try store.addFido([resident], user: "root", source: "test", maxTokens: 10, now: Int64(Date().timeIntervalSince1970))
+        try await fixture.withClient { client in
+            let offer = try await Self.challenge(client, fixture.host)
+            let offered = try #require(offer["credentials"] as? [[String: Any]], "\(offer.text)")
+            #expect(offered.map { $0["serial"] as? String } == [serial], "\(offer.text)")
+        }
+    }
+
     @Test("Preflight says fido; the challenge offers the credential; the assertion is accepted once, its replay refused")
     func acceptOnceThenReplay() async throws {
         let fixture = try await ValidatorFixture.make()

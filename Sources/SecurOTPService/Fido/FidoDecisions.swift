@@ -18,11 +18,16 @@ public enum FidoDecisions {
     }
 
     /// A fresh challenge for `user` at `host` offering `credentials` (those made for the host's
-    /// origin or app ID, not cloned); none and no challenge row for a locked user.
+    /// origin or app ID, not cloned, not resident); none and no challenge row for a locked user.
     public static func offer(user: String, host: String, credentials: [FidoCredential], origin: String, appID: String?,
                              locked: Bool, now: Int64) throws(StoreError) -> (PendingChallenge?, FidoChallengeResponse) {
         guard let id = PendingChallenge.freshID() else { throw StoreError(.system, "no randomness available") }
-        let usable = locked ? [] : credentials.filter { !$0.cloned && ($0.origin == origin || $0.origin == (appID ?? origin)) }.prefix(maxOffered)
+        // Resident credentials have no key handle to name; local mode finds them by checking each
+        // answer against the enrolled public key, which this wire form does not carry (docs/fido.md,
+        // "Remote mode"). Offering one would make the module refuse the whole challenge.
+        let usable = locked ? [] : credentials.filter {
+            !$0.cloned && !$0.resident && ($0.origin == origin || $0.origin == (appID ?? origin))
+        }.prefix(maxOffered)
         let response = FidoChallengeResponse(id: id, clientDataHash: PushRules.base64URLEncode(clientDataHash(challengeID: id)),
                                              expiresIn: Int(PendingChallenge.lifetime),
                                              credentials: usable.map { credential in
