@@ -21,6 +21,8 @@ final class LongPolls: Sendable {
     private struct State {
         var connections: Set<ObjectIdentifier> = []
         var staged: [ObjectIdentifier: ParkedPoll] = [:]
+        /// Connections whose handler holds a parked poll's marker and owes its answer.
+        var parked: Set<ObjectIdentifier> = []
     }
 
     private let state = NIOLockedValueBox(State())
@@ -34,6 +36,7 @@ final class LongPolls: Sendable {
     func disconnect(_ channel: any Channel) {
         let staged = state.withLockedValue {
             $0.connections.remove(ObjectIdentifier(channel))
+            $0.parked.remove(ObjectIdentifier(channel))
             return $0.staged.removeValue(forKey: ObjectIdentifier(channel))
         }
         staged?.cancel()
@@ -45,9 +48,30 @@ final class LongPolls: Sendable {
         return state.withLockedValue { $0.connections.contains(ObjectIdentifier(channel)) }
     }
 
-    func stage(_ poll: ParkedPoll, on channel: any Channel) { state.withLockedValue { $0.staged[ObjectIdentifier(channel)] = poll } }
+    /// Stages `poll` for the connection's next marker. At most one poll per connection is staged
+    /// or parked: a pipelined second long-poll would otherwise be taken by the first's marker
+    /// (answering the wrong request) or left holding its slot; it waits in its task instead. A
+    /// connection already gone stages nothing (its handler would never take the poll).
+    func stage(_ poll: ParkedPoll, on channel: any Channel) -> Bool {
+        state.withLockedValue {
+            let id = ObjectIdentifier(channel)
+            guard $0.connections.contains(id), $0.staged[id] == nil, !$0.parked.contains(id) else { return false }
+            $0.staged[id] = poll
+            return true
+        }
+    }
 
-    func takeStaged(_ channel: any Channel) -> ParkedPoll? { state.withLockedValue { $0.staged.removeValue(forKey: ObjectIdentifier(channel)) } }
+    func takeStaged(_ channel: any Channel) -> ParkedPoll? {
+        state.withLockedValue {
+            let id = ObjectIdentifier(channel)
+            guard let poll = $0.staged.removeValue(forKey: id) else { return nil }
+            $0.parked.insert(id)
+            return poll
+        }
+    }
+
+    /// The connection wrote its parked poll's answer: it may park another.
+    func answered(_ channel: any Channel) { state.withLockedValue { _ = $0.parked.remove(ObjectIdentifier(channel)) } }
 
     /// AccessLog's line for a parked long-poll, written with the answer's status.
     func whenAnswered(on channel: any Channel, _ record: @escaping @Sendable (HTTPResponse.Status) -> Void) {
@@ -77,7 +101,10 @@ final class LongPolls: Sendable {
                     return .answer(ErrorEnvelopeMiddleware.parts(for: error, logger: logger))
                 }
             }
-            stage(poll, on: channel)
+            guard stage(poll, on: channel) else {
+                await waiters.wait(ticket, seconds: seconds)
+                return try JSONResponse(try await waiters.poll(step)).parts().response
+            }
             await poll.park(ticket, seconds: seconds)
             return Response(status: .ok, headers: [Self.marker: "1"])
         }
@@ -202,6 +229,11 @@ final class LongPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var readingMarker = false
     private var heldWrites: [(NIOAny, EventLoopPromise<Void>?)] = []
     private var heldCloses: [(CloseMode, EventLoopPromise<Void>?)] = []
+    /// The client closed its sending side before its long-poll's marker came.
+    private var inputClosed = false
+    /// Response parts of pipelined requests held behind an owed answer; past this the client is
+    /// flooding without reading and the connection is closed (memory stays bounded).
+    static let maxHeldWrites = 96
 
     init(polls: LongPolls) { self.polls = polls }
 
@@ -223,9 +255,12 @@ final class LongPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The client closed its side (the server allows half-closure): one waiting on a long-poll
     /// has left; its slot is freed now, not at its timeout.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case .inputClosed = event as? ChannelEvent, parked != nil {
-            leave(context)
-            context.close(promise: nil)
+        if case .inputClosed = event as? ChannelEvent {
+            inputClosed = true
+            if parked != nil {
+                leave(context)
+                context.close(promise: nil)
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -264,9 +299,20 @@ final class LongPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
             parked = poll
             markerHead = head
             readingMarker = true
+            if inputClosed {
+                // The client left while the route ran: free the slot now, not at the timeout.
+                leave(context)
+                context.close(promise: nil)
+            }
             return
         }
         if parked != nil {
+            guard heldWrites.count < Self.maxHeldWrites else {
+                promise?.fail(ChannelError.outputClosed)
+                leave(context)
+                context.close(promise: nil)
+                return
+            }
             heldWrites.append((data, promise))
             return
         }
@@ -290,6 +336,7 @@ final class LongPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         markerHead = nil
         write(answer: answer, markerHead: head)
         guard let context else { return }
+        polls.answered(context.channel)
         let writes = heldWrites, closes = heldCloses
         heldWrites = []
         heldCloses = []

@@ -135,6 +135,53 @@ struct PushLongPollTests {
         }
     }
 
+    @Test("two long-polls pipelined on one connection: each gets its own answer, in order, and no placeholder leaks")
+    func pipelinedPolls() async throws {
+        let fixture = try await ValidatorFixture.make { $0.maxPushWaiters = 2 }
+        try await Self.live(fixture) { client, port in
+            var ids: [String] = []
+            for user in ["alice", "bob"] {
+                _ = try await PushAPITests.enrollDevice(client, fixture, user)
+                ids.append(try #require(try await PushAPITests.open(client, fixture, user).string("id")))
+            }
+            for _ in 0..<5 {
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send(try Self.request("/v1/push/wait", ["id": ids[0], "wait": 2], bearer: fixture.host)
+                    + Self.request("/v1/push/wait", ["id": ids[1], "wait": 1], bearer: fixture.host))
+                let first = try await connection.response()
+                let second = try await connection.response()
+                #expect(first.json["id"] as? String == ids[0] && first.json["state"] as? String == "pending", "\(first.text)")
+                #expect(second.json["id"] as? String == ids[1] && second.json["state"] as? String == "pending", "\(second.text)")
+                #expect(first.headers["x-securotp-long-poll"] == nil && second.headers["x-securotp-long-poll"] == nil)
+                #expect(try await connection.nothingYet(), "a third answer (a leaked placeholder) followed")
+                connection.close()
+            }
+            // No slot is left behind: two waits at once (push_waiters = 2) are both taken.
+            let waits = try [RawHTTPConnection(port: port), RawHTTPConnection(port: port)]
+            for (connection, id) in zip(waits, ids) {
+                try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host))
+            }
+            for connection in waits {
+                let answer = try await connection.response()
+                #expect(answer.status == 200, "a slot is still held by an earlier pipelined wait: \(answer.text)")
+            }
+        }
+    }
+
+    @Test("a client flooding requests behind a waiting long-poll without reading is cut off")
+    func floodBehindWait() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await Self.live(fixture) { client, port in
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await PushAPITests.open(client, fixture, "alice").string("id"))
+            let connection = try RawHTTPConnection(port: port)
+            var flood = try Self.request("/v1/push/wait", ["id": id, "wait": 5], bearer: fixture.host)
+            for _ in 0..<200 { flood += try Self.request("/v1/preflight", ["user": "alice"], bearer: fixture.host) }
+            try connection.send(flood)
+            #expect(try await connection.closedByServer(), "200 answers were held in memory behind the wait")
+        }
+    }
+
     @Test("a request pipelined behind a waiting one is answered after it; Connection: close closes after the answer")
     func order() async throws {
         let fixture = try await ValidatorFixture.make()
