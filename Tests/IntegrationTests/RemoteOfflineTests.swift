@@ -85,6 +85,10 @@ struct RemoteOfflineTests {
         let url = "https://127.0.0.1:\(try SilentListener.closedPort())"
         let original = try Data(contentsOf: URL(fileURLWithPath: laptop.cacheFile))
 
+        // Offline codes are passcodes: a host whose methods= leaves out otp takes none.
+        let keysOnly = try box.login(try laptop.service("keys-only", url, ["methods=fido"]), "root", [laptop.code(1)])
+        #expect(keysOnly.status == PAM.authInfoUnavailable && keysOnly.prompts.isEmpty, "methods=fido: \(keysOnly)")
+
         // One hex digit of a hash changed: the MAC fails, the cache is not used.
         var edited = original
         let index = try #require(edited.lastIndex(of: UInt8(ascii: " ")).map { $0 - 3 })

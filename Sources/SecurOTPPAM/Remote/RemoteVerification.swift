@@ -72,7 +72,9 @@ struct RemoteVerification: PasscodeCheck {
             guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
             preflight = answer
         } catch {
-            if case .unavailable(let reason) = error, let digits = offline.usableCodeDigits() {
+            // Offline codes are passcodes: not for a host whose `methods=` leaves out otp.
+            if case .unavailable(let reason) = error, (login.settings.methods ?? .standard).order.contains(.otp),
+               let digits = offline.usableCodeDigits() {
                 session.log(.validatorUnavailableOffline, LOG_WARNING, "validator \(validatorName) unavailable during preflight (\(reason)); checking \(login.shownUser) against this host's offline codes")
                 offlineOnly = true
                 passcodesAllowed = true

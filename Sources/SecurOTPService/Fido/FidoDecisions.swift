@@ -37,7 +37,8 @@ public enum FidoDecisions {
                                                                        pin: credential.pin)
                                              })
         guard !usable.isEmpty else { return (nil, response) }
-        let pending = PendingChallenge(id: id, user: user, host: host, kind: .fido, serial: "", position: 0, pinMode: .none, remaining: 0,
+        // The row names what it offered: an answer from any other credential is refused.
+        let pending = PendingChallenge(id: id, user: user, host: host, kind: .fido, serial: usable.map(\.serial).joined(separator: ","), position: 0, pinMode: .none, remaining: 0,
                                        expires: now + PendingChallenge.lifetime)
         return (pending, response)
     }
@@ -92,6 +93,9 @@ public enum FidoDecisions {
         }
         guard let challenge, challenge.kind == .fido else {
             return refusal(assertion, "unknown, expired or used FIDO challenge")
+        }
+        guard challenge.serial.split(separator: ",").contains(Substring(assertion.serial)) else {
+            return refusal(assertion, "the credential was not offered by this challenge (another origin, or disabled)")
         }
         guard let credential, !credential.cloned else {
             return refusal(assertion, credential == nil ? "no such FIDO credential for this user" : "the credential is disabled (cloned key)")
