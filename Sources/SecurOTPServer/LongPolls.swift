@@ -1,3 +1,4 @@
+import Glibc
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -329,7 +330,7 @@ final class LongPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         heldCloses.append((mode, promise))
     }
 
-    /// ParkedPoll's answer: written with the marker's Date and Server, then what waited behind it.
+    /// ParkedPoll's answer: written with the marker's Server and a Date of now, then what waited behind it.
     func write(answer: ResponseParts) {
         guard let head = markerHead else { return }
         parked = nil
@@ -345,9 +346,24 @@ final class LongPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         for (mode, promise) in closes { context.close(mode: mode, promise: promise) }
     }
 
+    /// RFC 9110's IMF-fixdate ("Thu, 26 Nov 2026 11:47:28 GMT"), independent of the locale.
+    static func httpDate(_ seconds: time_t) -> String {
+        var clock = seconds
+        var parts = tm()
+        guard gmtime_r(&clock, &parts) != nil else { return "" }
+        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(days[Int(parts.tm_wday) % 7]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon) % 12]) \(parts.tm_year + 1900) "
+            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"
+    }
+
     private func write(answer: ResponseParts, markerHead: HTTPResponse) {
         guard let context else { return }
         var fields = markerHead.headerFields
+        // The marker's Date is when the wait began, up to 30 s ago; the phone page sets its clock
+        // by Date, and a stale one hid expiries from it.
+        fields[.date] = Self.httpDate(time(nil))
         fields[LongPolls.marker] = nil
         fields[.contentLength] = nil
         for field in answer.headers { fields[field.name] = field.value }

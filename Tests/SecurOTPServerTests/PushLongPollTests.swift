@@ -99,6 +99,12 @@ struct PushLongPollTests {
             #expect(answer.status == 200 && answer.text == routed, "live \(answer.text), router \(routed)")
             #expect(waited >= 0.9 && waited < 10, "waited \(waited) s for a 1 s wait")
             #expect(answer.headers["content-length"] == String(answer.text.utf8.count))
+            // Date says when the answer was written, not when the wait began (the phone page sets its clock by it).
+            let format = DateFormatter()
+            format.locale = Locale(identifier: "en_US_POSIX")
+            format.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+            let stamped = try #require(answer.headers["date"].flatMap { format.date(from: $0) }, "\(answer.headers)")
+            #expect(abs(stamped.timeIntervalSinceNow) < 1.5 && stamped.timeIntervalSince(started) > 0, "Date \(answer.headers["date"] ?? "") for an answer at \(Date())")
             // Refusals still come from the route, before any wait.
             try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 31], bearer: fixture.host))
             let refused = try await connection.response()
