@@ -261,29 +261,44 @@ static int copy_assertion(const fido_assert_t *assertion, size_t i, securotp_fid
     return 1;
 }
 
+/* Opens the key at `path` and asks it for an assertion over `credentials` (none named: the
+   key's resident ones for the RP). SECUROTP_FIDO_OK with *device and *assertion for the caller
+   to free; otherwise nothing is held and `error` says why. */
+static int open_and_assert(const char *path, const securotp_fido_credentials *credentials, const uint8_t client_data_hash[32],
+                           int up, int uv, const char *pin, int timeout_ms, fido_dev_t **device, fido_assert_t **assertion,
+                           char *error) {
+    int code;
+    *assertion = NULL;
+    *device = open_device(path, timeout_ms, &code);
+    if (*device == NULL) {
+        fail(error, "cannot open the security key", code);
+        return SECUROTP_FIDO_NO_DEVICE;
+    }
+    *assertion = new_assertion(credentials, client_data_hash, up, uv, error);
+    if (*assertion == NULL) {
+        close_device(*device);
+        *device = NULL;
+        return SECUROTP_FIDO_FAILED;
+    }
+    code = fido.dev_get_assert(*device, *assertion, pin);
+    if (code == FIDO_OK) return SECUROTP_FIDO_OK;
+    fail(error, "the security key gave no assertion", code);
+    fido.assert_free(assertion);
+    close_device(*device);
+    *device = NULL;
+    int result = result_of(code);
+    return result == SECUROTP_FIDO_OK ? SECUROTP_FIDO_FAILED : result;
+}
+
 int securotp_fido_assert(const char *path, const securotp_fido_credentials *credentials, const uint8_t client_data_hash[32],
                          int up, int uv, const char *pin, int timeout_ms, securotp_fido_assertion *out, char *error) {
     if (!securotp_fido_load(error)) return SECUROTP_FIDO_UNAVAILABLE;
     memset(out, 0, sizeof *out);
-    int code;
-    fido_dev_t *device = open_device(path, timeout_ms, &code);
-    if (device == NULL) {
-        fail(error, "cannot open the security key", code);
-        return SECUROTP_FIDO_NO_DEVICE;
-    }
-    fido_assert_t *assertion = new_assertion(credentials, client_data_hash, up, uv, error);
-    if (assertion == NULL) {
-        close_device(device);
-        return SECUROTP_FIDO_FAILED;
-    }
-    int result = SECUROTP_FIDO_FAILED;
-    code = fido.dev_get_assert(device, assertion, pin);
-    if (code != FIDO_OK) {
-        fail(error, "the security key gave no assertion", code);
-        result = result_of(code);
-        if (result == SECUROTP_FIDO_OK) result = SECUROTP_FIDO_FAILED;
-        goto done;
-    }
+    fido_dev_t *device;
+    fido_assert_t *assertion;
+    int result = open_and_assert(path, credentials, client_data_hash, up, uv, pin, timeout_ms, &device, &assertion, error);
+    if (result != SECUROTP_FIDO_OK) return result;
+    result = SECUROTP_FIDO_FAILED;
     if (fido.assert_count(assertion) != 1) {
         fail(error, "the security key gave more than one assertion", FIDO_OK);
         goto done;
@@ -315,26 +330,12 @@ int securotp_fido_assert_resident(const char *path, const char *rp_id, const uin
                                   char *error) {
     *count = 0;
     if (!securotp_fido_load(error)) return SECUROTP_FIDO_UNAVAILABLE;
-    int code;
-    fido_dev_t *device = open_device(path, timeout_ms, &code);
-    if (device == NULL) {
-        fail(error, "cannot open the security key", code);
-        return SECUROTP_FIDO_NO_DEVICE;
-    }
     const securotp_fido_credentials discoverable = {rp_id, NULL, NULL, 0};
-    fido_assert_t *assertion = new_assertion(&discoverable, client_data_hash, up, uv, error);
-    if (assertion == NULL) {
-        close_device(device);
-        return SECUROTP_FIDO_FAILED;
-    }
-    int result = SECUROTP_FIDO_FAILED;
-    code = fido.dev_get_assert(device, assertion, pin);
-    if (code != FIDO_OK) {
-        fail(error, "the security key gave no assertion", code);
-        result = result_of(code);
-        if (result == SECUROTP_FIDO_OK) result = SECUROTP_FIDO_FAILED;
-        goto done;
-    }
+    fido_dev_t *device;
+    fido_assert_t *assertion;
+    int result = open_and_assert(path, &discoverable, client_data_hash, up, uv, pin, timeout_ms, &device, &assertion, error);
+    if (result != SECUROTP_FIDO_OK) return result;
+    result = SECUROTP_FIDO_FAILED;
     size_t answered = fido.assert_count(assertion);
     if (answered == 0) {
         fail(error, "the security key gave no assertion", FIDO_OK);
