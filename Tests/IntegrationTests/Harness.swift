@@ -284,12 +284,24 @@ final class Sandbox {
 
     func path(_ name: String) -> String { root + "/" + name }
 
-    /// Writes a file with an exact mode (independent of the runner's umask).
+    /// Writes a file with an exact mode (independent of the runner's umask). The descriptor is
+    /// close-on-exec: tests run in parallel threads, and a child forked by another thread while
+    /// the file is open would otherwise keep it open for writing, so executing the file fails
+    /// with ETXTBSY ("Text file busy"). Scripts are still best run as `/bin/sh FILE`, which
+    /// only reads the file: a fork's copy lives until its exec, and no flag closes it sooner.
     func write(_ text: String, to path: String, mode: mode_t = 0o644) throws {
-        guard FileManager.default.createFile(atPath: path, contents: Data(text.utf8)) else {
-            throw HarnessError("cannot write \(path)")
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw HarnessError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        let bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { throw HarnessError("cannot write \(path): \(String(cString: strerror(errno)))") }
+            written += count
         }
-        guard chmod(path, mode) == 0 else { throw HarnessError("chmod \(path): \(String(cString: strerror(errno)))") }
+        guard fchmod(descriptor, mode) == 0 else { throw HarnessError("chmod \(path): \(String(cString: strerror(errno)))") }
     }
 
     /// DIR/securotp.conf of a state directory (root-owned, 0600 as the docs ask).

@@ -151,7 +151,7 @@ final class PhoneWorld {
     func login(then more: [String] = [], typing: Bool = false, act: (String) throws -> Void) throws -> ProcessResult {
         unlink(numberFile)
         unlink(typedFile)
-        let child = try box.startLogin(service, "root", ["!" + script] + more, environment: [
+        let child = try box.startLogin(service, "root", ["!/bin/sh " + script] + more, environment: [
             "PHONE_NUMBER_FILE": numberFile, "PAM_CHECK_RHOST": "203.0.113.7", "PAM_CHECK_TTY": "ssh",
         ].merging(typing ? ["PHONE_TYPED_FILE": typedFile] : [:]) { _, new in new })
         do {

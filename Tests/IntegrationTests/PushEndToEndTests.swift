@@ -75,7 +75,7 @@ final class PushDeviceWorld {
             "DEVICE_AUTHENTICATOR": authenticator, "DEVICE_DECISION": decision, "DEVICE_PIN_FILE": pinFile,
             "DEVICE_PENDING": pendingFile, "DEVICE_LOG": deviceLog, "PAM_CHECK_RHOST": "203.0.113.7", "PAM_CHECK_TTY": "ssh",
         ]) { _, new in new }
-        return try box.login(service, "root", ["!" + script] + more, environment: environment)
+        return try box.login(service, "root", ["!/bin/sh " + script] + more, environment: environment)
     }
 
     /// The requests `pending --format json` listed during the last login.

@@ -42,7 +42,7 @@ final class WebPasskeyWorld {
         let service = try box.service("push-web-\(UInt32.random(in: 0...UInt32.max))",
                                       ["validator=" + validator.url, "host_credential=" + credential, "push_timeout=10"] + module,
                                       stateDirectory: box.path("host"))
-        return try box.login(service, "root", ["!" + script] + more, environment: ["PAM_CHECK_RHOST": "203.0.113.7", "PAM_CHECK_TTY": "ssh"])
+        return try box.login(service, "root", ["!/bin/sh " + script] + more, environment: ["PAM_CHECK_RHOST": "203.0.113.7", "PAM_CHECK_TTY": "ssh"])
     }
 
     var output: String { (try? String(contentsOfFile: log, encoding: .utf8)) ?? "" }
