@@ -65,6 +65,11 @@ extension PostgresTokenService {
             }
             return given
         }
+        return try await freshSerial(connection)
+    }
+
+    /// A random serial no token has.
+    func freshSerial(_ connection: PostgresConnection) async throws -> String {
         for _ in 0..<16 {
             guard let serial = TokenSerial.random() else { throw StoreError(.system, "no randomness available") }
             var taken = false

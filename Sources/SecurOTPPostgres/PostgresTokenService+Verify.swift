@@ -11,10 +11,14 @@ extension PostgresTokenService {
         let user = try RequestRules.user(request.user)
         let now = Self.now()
         let policy = settings.policy
-        let active = try await run("reading \(user)'s tokens") { connection in
-            try await self.tokens(user: user, connection).filter(\.isActive)
+        let (active, hasFido) = try await run("reading \(user)'s tokens") { connection in
+            (try await self.tokens(user: user, connection).filter(\.isActive), try await !self.fidoCredentials(user: user, connection).isEmpty)
         }
-        let (response, issuesChallenge) = HostVerification.preflight(active: active, now: now)
+        var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
+        // A cloned credential counts too, as on SQLite (LocalTokenService.addFidoAndMethods):
+        // such a user is asked for the key and denied, never let through by `nullok`.
+        if hasFido { preflight.fido = true }
+        let response = preflight
         guard issuesChallenge else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under
         // the user's lock, and stored for the verification that answers it.

@@ -65,8 +65,8 @@ public protocol TokenService: Sendable {
 }
 
 extension TokenService {
-    /// Stores that do not keep FIDO credentials yet (PostgreSQL) offer none: their preflight
-    /// never says `fido`, so a host asks for no touch.
+    /// A store that keeps no FIDO credentials (both of securotpd's do; test doubles may not)
+    /// offers none: its preflight never says `fido`, so a host asks for no touch.
     public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
         throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
     }

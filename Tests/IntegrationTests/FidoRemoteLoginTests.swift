@@ -8,6 +8,13 @@ import Testing
 
 @Suite("FIDO security keys in remote mode: pam_securotp with the software key against securotpd", .serialized)
 struct FidoRemoteLoginTests {
+    /// The validator's store: SQLite, or PostgreSQL (scripts/postgres-test.sh starts it). Method
+    /// policies are kept in SQLite only, so methodsFromValidator runs there.
+    enum Store: String, CaseIterable, CustomTestStringConvertible {
+        case sqlite, postgres
+        var testDescription: String { rawValue }
+    }
+
     /// pamu2fcfg's line for USER imported into the validator's store; the key that made it.
     private func enrollOnValidator(_ world: RemoteWorld, user: String = "root") throws -> SoftKey {
         let key = SoftKey(world.box)
@@ -26,9 +33,9 @@ struct FidoRemoteLoginTests {
         return (json as? [[String: Any]]) ?? ((json as? [String: Any])?["credentials"] as? [[String: Any]]) ?? []
     }
 
-    @Test("A FIDO-only user logs in by touch, the validator's counter rises; a refused touch fails without a prompt")
-    func touchLogin() throws {
-        let world = try RemoteWorld()
+    @Test("A FIDO-only user logs in by touch, the validator's counter rises; a refused touch fails without a prompt", arguments: Store.allCases)
+    func touchLogin(_ store: Store) throws {
+        let world = try RemoteWorld(postgres: store == .postgres)
         let key = try enrollOnValidator(world)
         let validator = try world.start()
         let service = try world.service("fido-remote", validator)
@@ -42,6 +49,10 @@ struct FidoRemoteLoginTests {
         #expect(second.status == PAM.success, "\(second)")
         let kept = try exported(world, "root").first?["counter"] as? Int ?? 0
         #expect(kept > Int(counter), "the validator keeps the counter: \(kept) after the key's \(counter)")
+        if let database = world.database {
+            let row = try Run.run("/usr/bin/psql", [database, "-qAtc", "SELECT state, counter FROM tokens WHERE kind = 'fido' AND \"user\" = 'root'"])
+            #expect(row.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "active|\(kept)", "the credential and its counter are PostgreSQL's: \(row)")
+        }
 
         let refused = try key.refusing().login(world.box, service, "root")
         #expect(refused.status == PAM.authError, "no touch, no login: \(refused)")
@@ -52,9 +63,9 @@ struct FidoRemoteLoginTests {
         #expect(stranger.prompts.isEmpty, "as in local mode, a FIDO-only user without a usable key is refused unprompted: \(stranger)")
     }
 
-    @Test("securotp --server imports pamu2fcfg's line into the validator and exports it as the local store does; the module logs in with it")
-    func importOverServer() throws {
-        let world = try RemoteWorld()
+    @Test("securotp --server imports pamu2fcfg's line into the validator and exports it as the local store does; the module logs in with it", arguments: Store.allCases)
+    func importOverServer(_ store: Store) throws {
+        let world = try RemoteWorld(postgres: store == .postgres)
         let adminFile = world.box.path("admin.cred")
         #expect(try world.cli(["admin", "add", "ops", "--output", adminFile]).status == 0)
         let validator = try world.start()
@@ -78,9 +89,9 @@ struct FidoRemoteLoginTests {
         #expect(login.status == PAM.success && login.prompts.isEmpty, "\(login)")
     }
 
-    @Test("A restored state file (a cloned key) is refused by the validator and the credential disabled there")
-    func clonedKey() throws {
-        let world = try RemoteWorld()
+    @Test("A restored state file (a cloned key) is refused by the validator and the credential disabled there", arguments: Store.allCases)
+    func clonedKey(_ store: Store) throws {
+        let world = try RemoteWorld(postgres: store == .postgres)
         let key = try enrollOnValidator(world)
         let validator = try world.start()
         let service = try world.service("fido-cloned", validator)

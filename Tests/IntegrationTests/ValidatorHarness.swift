@@ -143,18 +143,39 @@ final class RemoteWorld {
     /// The host side's state directory: never created — remote mode must not need a store.
     let hostState: String
 
-    init(hostUsers: String? = nil) throws {
+    /// The validator's PostgreSQL database (`database =`), when the world runs on one; the
+    /// validator's state directory then holds only the key file. Dropped with the world.
+    let database: String?
+
+    init(hostUsers: String? = nil, postgres: Bool = false) throws {
         box = try Sandbox()
         pki = try TestPKI(in: box)
         validatorState = box.path("validator")
         hostState = box.path("host")
-        credential = try Self.addHost(box, state: validatorState, name: "web1", users: hostUsers)
+        if postgres {
+            let name = "securotp_it_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
+            try TestPostgres.sql("CREATE DATABASE \(name)")
+            database = TestPostgres.url(database: name)
+            // The key file the validator and securotp share (a local store made for the purpose).
+            let made = try box.cli(["init"], stateDirectory: validatorState)
+            guard made.status == 0 else { throw HarnessError("init failed:\n\(made)") }
+        } else {
+            database = nil
+        }
+        credential = try Self.addHost(box, state: validatorState, name: "web1", users: hostUsers,
+                                      store: database.map { ["--database", $0] } ?? [])
+    }
+
+    deinit {
+        if let database, let name = URLComponents(string: database)?.path.dropFirst() {
+            try? TestPostgres.sql("DROP DATABASE IF EXISTS \(name) WITH (FORCE)")
+        }
     }
 
     /// `securotp host add NAME --output FILE` on the validator's store; returns FILE.
-    static func addHost(_ box: Sandbox, state: String, name: String, users: String? = nil) throws -> String {
+    static func addHost(_ box: Sandbox, state: String, name: String, users: String? = nil, store: [String] = []) throws -> String {
         let file = box.path("\(name).cred")
-        var arguments = ["host", "add", name, "--output", file]
+        var arguments = store + ["host", "add", name, "--output", file]
         if let users { arguments += ["--users", users] }
         let result = try box.cli(arguments, stateDirectory: state)
         guard result.status == 0 else { throw HarnessError("host add failed:\n\(result)") }
@@ -165,10 +186,14 @@ final class RemoteWorld {
         try box.enroll(user, options, stateDirectory: validatorState)
     }
 
-    func cli(_ arguments: [String]) throws -> ProcessResult { try box.cli(arguments, stateDirectory: validatorState) }
+    /// securotp on the validator's store (its PostgreSQL database when it has one).
+    func cli(_ arguments: [String]) throws -> ProcessResult {
+        try box.cli((database.map { ["--database", $0] } ?? []) + arguments, stateDirectory: validatorState)
+    }
 
     func start(_ settings: [String: String] = [:], certificate: (String, String)? = nil, clientCA: String? = nil) throws -> Validator {
-        try Validator(box, state: validatorState, settings: settings, pki: pki, certificate: certificate, clientCA: clientCA)
+        let settings = database.map { url in settings.merging(["database": url]) { $1 } } ?? settings
+        return try Validator(box, state: validatorState, settings: settings, pki: pki, certificate: certificate, clientCA: clientCA)
     }
 
     /// The module's remote-mode arguments for `validator` (TLS through the test CA).

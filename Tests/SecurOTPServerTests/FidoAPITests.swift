@@ -8,10 +8,10 @@ import SecurOTPStore
 import Testing
 
 /// A security key as the validator sees it (docs/fido.md, "Remote mode"): a P-256 credential,
-/// assertions over the validator's challenge with a counter the test chooses.
-private struct TestKey {
+/// assertions over the validator's challenge with a counter the test chooses (FidoClusterTests too).
+struct TestKey {
     let privateKeyPEM: String
-    let credential: FidoCredential
+    var credential: FidoCredential
     static let origin = "pam://test-host"
 
     init(origin: String = Self.origin) throws {
@@ -37,24 +37,30 @@ private struct TestKey {
 
 @Suite("Validator API: FIDO security keys in remote mode")
 struct FidoAPITests {
-    /// A fixture whose store holds `key`'s credential for root; returns its serial.
-    private static func enroll(_ fixture: ValidatorFixture, _ key: TestKey, user: String = "root") throws -> String {
-        let store = try Store.open(fixture.configuration.store.paths, .migrate)
-        return try store.addFido([key.credential], user: user, source: "test", maxTokens: 10, now: Int64(Date().timeIntervalSince1970))[0].serial
+    /// Adds `credential` for `user` through the service (the admin route's path, on either
+    /// store); returns its serial.
+    static func enroll(_ fixture: ValidatorFixture, _ credential: FidoCredential, user: String = "root") async throws -> String {
+        let request = FidoAddRequest(credentials: [.init(credential: credential.u2fField, origin: credential.origin)], source: "pamu2fcfg")
+        let added = try await fixture.service.addFido(user: user, request, caller: .local("test"))
+        return try #require(added.credentials.first?.serial)
     }
 
-    private static func challenge(_ client: APIClient, _ host: String, user: String = "root") async throws -> APIClient.Answer {
+    static func enroll(_ fixture: ValidatorFixture, _ key: TestKey, user: String = "root") async throws -> String {
+        try await enroll(fixture, key.credential, user: user)
+    }
+
+    static func challenge(_ client: APIClient, _ host: String, user: String = "root") async throws -> APIClient.Answer {
         let offer = try await client.call(.post, "/v1/fido/challenge", ["user": user, "origin": TestKey.origin], bearer: host)
         #expect(offer.status == 200, "\(offer.text)")
         return offer
     }
 
-    @Test("A challenge takes an answer only from a credential it offered: another origin's key of the same user is refused")
-    func onlyOffered() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A challenge takes an answer only from a credential it offered: another origin's key of the same user is refused", arguments: Backend.allCases)
+    func onlyOffered(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         let here = try TestKey(), elsewhere = try TestKey(origin: "pam://other-host")
-        let serial = try Self.enroll(fixture, here)
-        let otherSerial = try Self.enroll(fixture, elsewhere)
+        let serial = try await Self.enroll(fixture, here)
+        let otherSerial = try await Self.enroll(fixture, elsewhere)
         try await fixture.withClient { client in
             let offer = try await Self.challenge(client, fixture.host)
             #expect((offer["credentials"] as? [[String: Any]])?.map { $0["serial"] as? String } == [serial], "\(offer.text)")
@@ -67,15 +73,14 @@ struct FidoAPITests {
         }
     }
 
-    @Test("A resident credential (no key handle) is left out of the challenge; the user's other credential is still offered")
-    func residentLeftOut() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A resident credential (no key handle) is left out of the challenge; the user's other credential is still offered", arguments: Backend.allCases)
+    func residentLeftOut(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         let key = try TestKey()
-        let serial = try Self.enroll(fixture, key)
+        let serial = try await Self.enroll(fixture, key)
         var resident = try TestKey().credential
         resident.keyHandle = []
-        let store = try Store.open(fixture.configuration.store.paths, .migrate)
-        _ = try store.addFido([resident], user: "root", source: "test", maxTokens: 10, now: Int64(Date().timeIntervalSince1970))
+        _ = try await Self.enroll(fixture, resident)
         try await fixture.withClient { client in
             let offer = try await Self.challenge(client, fixture.host)
             let offered = try #require(offer["credentials"] as? [[String: Any]], "\(offer.text)")
@@ -83,11 +88,11 @@ struct FidoAPITests {
         }
     }
 
-    @Test("Preflight says fido; the challenge offers the credential; the assertion is accepted once, its replay refused")
-    func acceptOnceThenReplay() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Preflight says fido; the challenge offers the credential; the assertion is accepted once, its replay refused", arguments: Backend.allCases)
+    func acceptOnceThenReplay(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         let key = try TestKey()
-        let serial = try Self.enroll(fixture, key)
+        let serial = try await Self.enroll(fixture, key)
         try await fixture.withClient { client in
             let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
             #expect(preflight["fido"] as? Bool == true, "\(preflight.text)")
@@ -114,11 +119,11 @@ struct FidoAPITests {
         }
     }
 
-    @Test("A counter that does not rise is refused and disables the credential (cloned key); a bad signature and no touch count")
-    func clonedAndRefused() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("A counter that does not rise is refused and disables the credential (cloned key); a bad signature and no touch count", arguments: Backend.allCases)
+    func clonedAndRefused(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         let key = try TestKey()
-        let serial = try Self.enroll(fixture, key)
+        let serial = try await Self.enroll(fixture, key)
         try await fixture.withClient { client in
             let first = try await Self.challenge(client, fixture.host)
             let accepted = try await client.call(.post, "/v1/fido/verify", try key.assertion(first, user: "root", serial: serial, counter: 7),
@@ -152,11 +157,11 @@ struct FidoAPITests {
         }
     }
 
-    @Test("Two logins racing with the same counter: exactly one is accepted")
-    func racingLogins() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Two logins racing with the same counter: exactly one is accepted", arguments: Backend.allCases)
+    func racingLogins(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         let key = try TestKey()
-        let serial = try Self.enroll(fixture, key)
+        let serial = try await Self.enroll(fixture, key)
         try await fixture.withClient { client in
             let one = try await Self.challenge(client, fixture.host)
             let two = try await Self.challenge(client, fixture.host)
@@ -176,16 +181,21 @@ struct FidoAPITests {
         }
     }
 
-    @Test("A locked user is offered no credential and an assertion is answered locked; a user's method policy reaches preflight")
-    func lockedAndMethods() async throws {
-        let fixture = try await ValidatorFixture.make { $0.store.policy.deny = 1 }
+    @Test("A locked user is offered no credential and an assertion is answered locked; a user's method policy reaches preflight", arguments: Backend.allCases)
+    func lockedAndMethods(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.store.policy.deny = 1 }
         let key = try TestKey()
-        let serial = try Self.enroll(fixture, key)
-        let store = try Store.open(fixture.configuration.store.paths, .migrate)
-        try store.setMethodPolicy("root", try #require(LoginMethods(parsing: "otp,fido")))
+        let serial = try await Self.enroll(fixture, key)
+        // Method policies are kept in the SQLite store only (docs/configuration.md, "Login methods").
+        if backend == .sqlite {
+            let store = try Store.open(fixture.configuration.store.paths, .migrate)
+            try store.setMethodPolicy("root", try #require(LoginMethods(parsing: "otp,fido")))
+        }
         try await fixture.withClient { client in
-            let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
-            #expect(preflight["methods"] as? [String] == ["otp", "fido"], "\(preflight.text)")
+            if backend == .sqlite {
+                let preflight = try await client.call(.post, "/v1/preflight", ["user": "root"], bearer: fixture.host)
+                #expect(preflight["methods"] as? [String] == ["otp", "fido"], "\(preflight.text)")
+            }
 
             let first = try await Self.challenge(client, fixture.host)
             let declined = try await client.call(.post, "/v1/fido/verify",
@@ -197,9 +207,9 @@ struct FidoAPITests {
         }
     }
 
-    @Test("Admins keep and list FIDO credentials (securotp --server import and fido export); hosts may not")
-    func adminRoutes() async throws {
-        let fixture = try await ValidatorFixture.make()
+    @Test("Admins keep and list FIDO credentials (securotp --server import and fido export); hosts may not", arguments: Backend.allCases)
+    func adminRoutes(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
         let key = try TestKey()
         try await fixture.withClient { client in
             let body: [String: Any] = ["credentials": [["credential": key.credential.u2fField, "origin": TestKey.origin]], "source": "pamu2fcfg"]

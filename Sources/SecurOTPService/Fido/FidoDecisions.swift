@@ -17,6 +17,43 @@ public enum FidoDecisions {
         PushRules.sha256(Array("securotp fido challenge \(challengeID)".utf8))
     }
 
+    /// The user a challenge request names, with its origin and app ID checked.
+    public static func challengeUser(_ request: FidoChallengeRequest) throws(ServiceError) -> String {
+        let user = try RequestRules.user(request.user)
+        guard !request.origin.isEmpty, request.origin.utf8.count <= 255, (request.appid?.utf8.count ?? 0) <= 255 else {
+            throw ServiceError(.invalidInput, "origin must be 1 to 255 characters, appid at most 255")
+        }
+        return user
+    }
+
+    /// The credentials an admin's request adds (`securotp import`, `fido enroll` with `--server`), each parsed.
+    public static func credentials(_ request: FidoAddRequest) throws(ServiceError) -> [FidoCredential] {
+        guard ["enroll", "pamu2fcfg", "mapping-file"].contains(request.source) else {
+            throw ServiceError(.invalidInput, "source must be enroll, pamu2fcfg or mapping-file")
+        }
+        guard !request.credentials.isEmpty, request.credentials.count <= maxOffered else {
+            throw ServiceError(.invalidInput, "1 to \(maxOffered) credentials at a time")
+        }
+        var credentials: [FidoCredential] = []
+        for (index, item) in request.credentials.enumerated() {
+            guard !item.origin.isEmpty, item.origin.utf8.count <= 255 else { throw ServiceError(.invalidInput, "credential \(index + 1): origin must be 1 to 255 characters") }
+            let (credential, problem) = FidoCredential.parse(field: Substring(item.credential), origin: item.origin)
+            guard let credential else { throw ServiceError(.invalidInput, "credential \(index + 1): \(problem)") }
+            credentials.append(credential)
+        }
+        return credentials
+    }
+
+    /// The audit entry of each added credential.
+    public static func addedAudit(_ caller: Caller, user: String, _ credential: FidoCredential, source: String, now: Int64) -> AuditEntry {
+        AuditEntry(caller, "fido add", user: user, serial: credential.serial, result: "ok", detail: source, time: now)
+    }
+
+    /// The audit entry of an assertion's outcome.
+    public static func verifiedAudit(_ caller: Caller, _ assertion: Assertion, _ response: VerifyResponse, _ verdict: Verdict, now: Int64) -> AuditEntry {
+        AuditEntry(caller, "fido verify", user: assertion.user, serial: assertion.serial, result: response.result.rawValue, detail: verdict.detail, time: now)
+    }
+
     /// A fresh challenge for `user` at `host` offering `credentials` (those made for the host's
     /// origin or app ID, not cloned, not resident); none and no challenge row for a locked user.
     public static func offer(user: String, host: String, credentials: [FidoCredential], origin: String, appID: String?,

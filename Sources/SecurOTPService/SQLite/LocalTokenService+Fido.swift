@@ -16,10 +16,7 @@ extension LocalTokenService {
     }
 
     public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
-        let user = try RequestRules.user(request.user)
-        guard !request.origin.isEmpty, request.origin.utf8.count <= 255, (request.appid?.utf8.count ?? 0) <= 255 else {
-            throw ServiceError(.invalidInput, "origin must be 1 to 255 characters, appid at most 255")
-        }
+        let user = try FidoDecisions.challengeUser(request)
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let locked = try store.userState(user).isLocked(at: now)
@@ -56,8 +53,7 @@ extension LocalTokenService {
                 } else if response.result == .accept {
                     try store.clearFidoFailures(user: user, now: now)
                 }
-                try tables.append(AuditEntry(caller, "fido verify", user: user, serial: assertion.serial, result: response.result.rawValue,
-                                             detail: verdict.detail, time: now))
+                try tables.append(FidoDecisions.verifiedAudit(caller, assertion, response, verdict, now: now))
                 return response
             }
         }
@@ -67,25 +63,13 @@ extension LocalTokenService {
 extension LocalTokenService {
     public func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
         let user = try RequestRules.user(user)
-        guard ["enroll", "pamu2fcfg", "mapping-file"].contains(request.source) else {
-            throw ServiceError(.invalidInput, "source must be enroll, pamu2fcfg or mapping-file")
-        }
-        guard !request.credentials.isEmpty, request.credentials.count <= FidoDecisions.maxOffered else {
-            throw ServiceError(.invalidInput, "1 to \(FidoDecisions.maxOffered) credentials at a time")
-        }
-        var credentials: [FidoCredential] = []
-        for (index, item) in request.credentials.enumerated() {
-            guard !item.origin.isEmpty, item.origin.utf8.count <= 255 else { throw ServiceError(.invalidInput, "credential \(index + 1): origin must be 1 to 255 characters") }
-            let (credential, problem) = FidoCredential.parse(field: Substring(item.credential), origin: item.origin)
-            guard let credential else { throw ServiceError(.invalidInput, "credential \(index + 1): \(problem)") }
-            credentials.append(credential)
-        }
+        let credentials = try FidoDecisions.credentials(request)
         let maxTokens = settings.maxTokens
         return try await run { (store, tables) throws(StoreError) in
             let now = Self.now()
             let added = try store.addFido(credentials, user: user, source: request.source, maxTokens: maxTokens, now: now)
             for credential in added {
-                try tables.append(AuditEntry(caller, "fido add", user: user, serial: credential.serial, result: "ok", detail: request.source, time: now))
+                try tables.append(FidoDecisions.addedAudit(caller, user: user, credential, source: request.source, now: now))
             }
             return FidoCredentialList(credentials: added.map(FidoCredentialInfo.init))
         }

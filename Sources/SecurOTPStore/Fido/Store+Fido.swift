@@ -20,24 +20,12 @@ extension Store {
             defer { count.reset() }
             try count.bind(.text(user))
             let existing = try count.step() ? Int(count.integer(0)) : 0
-            guard existing + credentials.count <= maxTokens else {
-                throw StoreError(.limit, "\(user) has \(existing) tokens and \(credentials.count) more would pass the limit of \(maxTokens); delete some with: securotp delete \(user) SERIAL, or raise max_tokens in \(paths.config)")
-            }
-            var known = try fidoCredentials(user: user)
+            try Self.checkFidoAdd(credentials, user: user, existingTokens: existing, known: try fidoCredentials(user: user), maxTokens: maxTokens,
+                                  limitWhere: " in \(paths.config)")
             var added: [FidoCredential] = []
-            for var credential in credentials {
-                guard !known.contains(where: { $0.isSameCredential(as: credential) }) else {
-                    let same = credential.resident ? "same resident credential's public key" : "same key handle"
-                    throw StoreError(.invalidInput, "\(user) already has this FIDO credential (\(same)); see: securotp fido export \(user)")
-                }
-                known.append(credential)
-                credential.serial = try freshFidoSerial()
-                credential.created = now
-                credential.source = source
-                credential.counter = 0
-                credential.cloned = false
-                let payload = SecretBytes(copying: Array(credential.u2fField.utf8))
-                let sealed = try SeedSealing.seal(payload, key: keys.dataKey, user: user, serial: credential.serial)
+            for given in credentials {
+                let credential = Self.newFido(given, serial: try freshFidoSerial(), source: source, now: now)
+                let sealed = try Self.sealFido(credential, key: keys.dataKey, user: user)
                 try db.prepare("""
                     INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, issuer, created, source, suite)
                     VALUES (?,?,?,?,0,0,0,?,?,?,?,?)
@@ -87,18 +75,10 @@ extension Store {
         try statement.bind(.text(user))
         var credentials: [FidoCredential] = []
         while try statement.step() {
-            let serial = statement.text(0)
-            let counter = statement.integer(1)
-            guard (0...Int64(UInt32.max)).contains(counter),
-                  let payload = SeedSealing.open(statement.blob(2), key: keys.dataKey, user: user, serial: serial) else { continue }
-            let field = payload.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
-            guard var credential = FidoCredential.parse(field: Substring(field), origin: statement.text(3)).credential else { continue }
-            credential.serial = serial
-            credential.counter = UInt32(counter)
-            credential.cloned = statement.text(4) != TokenRecord.active
-            credential.created = statement.integer(5)
-            credential.lastUsed = statement.integer(6)
-            credential.source = statement.text(7)
+            guard let credential = Self.openFido(serial: statement.text(0), counter: statement.integer(1), sealed: statement.blob(2),
+                                                 origin: statement.text(3), state: statement.text(4), created: statement.integer(5),
+                                                 lastUsed: statement.integer(6), source: statement.text(7), user: user, key: keys.dataKey)
+            else { continue }
             credentials.append(credential)
         }
         return credentials
@@ -142,12 +122,9 @@ extension Store {
     public func recordFidoFailure(user: String, policy: VerifyPolicy, now: Int64) throws(StoreError) -> (failures: Int, lockedNow: Bool) {
         try db.immediateTransaction { () throws(StoreError) -> (failures: Int, lockedNow: Bool) in
             let read = try userState(user)
-            // A lock that ran out starts the count again, as for codes.
-            let base = read.lockedUntil != 0 && !read.isLocked(at: now) ? UserState.clear : read
-            let failures = Lockout.oneMore(base.failures)
-            let lockedUntil = Lockout.lockedUntil(failures: failures, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
-            try apply(.setFailures(key: user, expected: read, to: UserState(failures: failures, lockedUntil: lockedUntil), at: now))
-            return (failures, lockedUntil != 0)
+            let next = Self.fidoFailure(after: read, policy: policy, now: now)
+            try apply(.setFailures(key: user, expected: read, to: next, at: now))
+            return (next.failures, next.lockedUntil != 0)
         }
     }
 
@@ -164,5 +141,68 @@ extension Store {
     public func markFidoCloned(user: String, serial: String) throws(StoreError) {
         try db.prepare("UPDATE tokens SET state = 'cloned' WHERE user = ? AND serial = ? AND kind = 'fido'")
             .bind(.text(user), .text(serial)).run()
+    }
+}
+
+/// The rules of FIDO rows that every store follows (the PostgreSQL store too): the store
+/// only reads and writes the rows.
+extension Store {
+    /// Refuses adding `credentials` to a user holding `existingTokens` tokens, of which `known`
+    /// are FIDO credentials: one the user already has (same key handle; a resident one: same
+    /// public key), twice in the list, or more than `maxTokens` tokens in all. `limitWhere`
+    /// says where max_tokens is set.
+    public static func checkFidoAdd(_ credentials: [FidoCredential], user: String, existingTokens: Int, known: [FidoCredential],
+                                    maxTokens: Int, limitWhere: String) throws(StoreError) {
+        guard existingTokens + credentials.count <= maxTokens else {
+            throw StoreError(.limit, "\(user) has \(existingTokens) tokens and \(credentials.count) more would pass the limit of \(maxTokens); delete some with: securotp delete \(user) SERIAL, or raise max_tokens\(limitWhere)")
+        }
+        var known = known
+        for credential in credentials {
+            guard !known.contains(where: { $0.isSameCredential(as: credential) }) else {
+                let same = credential.resident ? "same resident credential's public key" : "same key handle"
+                throw StoreError(.invalidInput, "\(user) already has this FIDO credential (\(same)); see: securotp fido export \(user)")
+            }
+            known.append(credential)
+        }
+    }
+
+    /// A credential as it is first stored: its serial, counter 0, active.
+    public static func newFido(_ credential: FidoCredential, serial: String, source: String, now: Int64) -> FidoCredential {
+        var credential = credential
+        credential.serial = serial
+        credential.created = now
+        credential.source = source
+        credential.counter = 0
+        credential.cloned = false
+        return credential
+    }
+
+    /// The row's `sealed_seed`: the credential field sealed to user and serial.
+    public static func sealFido(_ credential: FidoCredential, key: SecretBytes, user: String) throws(StoreError) -> [UInt8] {
+        try SeedSealing.seal(SecretBytes(copying: Array(credential.u2fField.utf8)), key: key, user: user, serial: credential.serial)
+    }
+
+    /// The credential of a `fido` row; nil when the sealed credential does not open (altered,
+    /// moved, another key file) or the counter is out of range: such a row logs no one in.
+    public static func openFido(serial: String, counter: Int64, sealed: [UInt8], origin: String, state: String, created: Int64, lastUsed: Int64,
+                                source: String, user: String, key: SecretBytes) -> FidoCredential? {
+        guard (0...Int64(UInt32.max)).contains(counter), let payload = SeedSealing.open(sealed, key: key, user: user, serial: serial) else { return nil }
+        let field = payload.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        guard var credential = FidoCredential.parse(field: Substring(field), origin: origin).credential else { return nil }
+        credential.serial = serial
+        credential.counter = UInt32(counter)
+        credential.cloned = state != TokenRecord.active
+        credential.created = created
+        credential.lastUsed = lastUsed
+        credential.source = source
+        return credential
+    }
+
+    /// The user's row after one more refused FIDO login: a lock that ran out starts the count
+    /// again, as for codes; `policy.deny` failures lock.
+    public static func fidoFailure(after read: UserState, policy: VerifyPolicy, now: Int64) -> UserState {
+        let base = read.lockedUntil != 0 && !read.isLocked(at: now) ? UserState.clear : read
+        let failures = Lockout.oneMore(base.failures)
+        return UserState(failures: failures, lockedUntil: Lockout.lockedUntil(failures: failures, deny: policy.deny, unlockTime: policy.unlockTime, now: now))
     }
 }

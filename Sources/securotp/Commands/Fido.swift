@@ -17,23 +17,21 @@ struct FidoCommand: AsyncParsableCommand {
     )
 }
 
-/// FIDO credentials are kept in the local SQLite store, or a validator's (`--server`,
-/// docs/fido.md "Remote mode"); PostgreSQL does not keep them yet.
+/// FIDO credentials are kept in the local SQLite store, in PostgreSQL (`--database`) or a
+/// validator's store (`--server`, docs/fido.md "Remote mode"); the last two through the service.
 extension CommandContext {
+    var fidoThroughService: Bool { if case .local = target { false } else { true } }
+
+    /// The local SQLite store (`--all` imports every user in one of its transactions).
     func openFidoStore() throws -> Store {
-        guard case .local = target else {
-            throw CLIError(.notSupported, "FIDO credentials are not kept in PostgreSQL yet; run this with --server URL or on the validator with --state-dir")
+        guard !fidoThroughService else {
+            throw CLIError(.localStoreOnly, "this needs the local store; run it on the validator with --state-dir")
         }
         return try Store.open(settings.paths, .create)
     }
 
-    /// Checks where the credentials go before a key is asked for anything.
-    func checkFidoTarget() throws {
-        if case .postgres = target { _ = try openFidoStore() }
-    }
-
     func addFido(_ credentials: [FidoCredential], user: String, source: String) async throws -> [FidoCredential] {
-        guard isRemote else {
+        guard fidoThroughService else {
             return try openFidoStore().addFido(credentials, user: user, source: source, maxTokens: settings.maxTokens, now: now())
         }
         let request = FidoAddRequest(credentials: credentials.map { FidoAddRequest.Item(credential: $0.u2fField, origin: $0.origin) }, source: source)
@@ -42,7 +40,7 @@ extension CommandContext {
     }
 
     func fidoCredentials(user: String) async throws -> [FidoCredential] {
-        guard isRemote else { return try openFidoStore().fidoCredentials(user: user) }
+        guard fidoThroughService else { return try openFidoStore().fidoCredentials(user: user) }
         let list = try await withService { service in try await service.fidoCredentials(user: user, caller: caller) }
         return list.credentials.compactMap(\.parsed)
     }
@@ -93,7 +91,6 @@ struct FidoEnroll: ContextCommand {
     // The work is synchronous and kept out of the async run(in:): inside it, this body crashes
     // the release compiler's coroutine splitting (Swift 6.3.1, signal 11 in CoroSplit).
     func run(in context: CommandContext) async throws {
-        try context.checkFidoTarget()
         let credential = try makeCredential(in: context)
         let added = try await context.addFido([credential], user: user, source: "enroll")
         switch format {
@@ -220,8 +217,8 @@ enum FidoImport {
             byUser.append((user, line.credentials))
         }
         // One transaction for every user needs the store itself, not a validator's API.
-        guard !context.isRemote else {
-            throw CLIError(.localStoreOnly, "--all imports into this host's store only (one transaction for every user); with --server, import each user: securotp import USER \(shownPath)")
+        guard !context.fidoThroughService else {
+            throw CLIError(.localStoreOnly, "--all imports into this host's store only (one transaction for every user); with --server or --database, import each user: securotp import USER \(shownPath)")
         }
         let store = try context.openFidoStore()
         let added: [(user: String, credentials: [FidoCredential])]
