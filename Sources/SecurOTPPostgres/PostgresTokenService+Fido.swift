@@ -7,7 +7,8 @@ import SecurOTPStore
 /// store (LocalTokenService+Fido.swift): the decisions are FidoDecisions', the row rules
 /// Store's (Store+Fido.swift); here the rows are read and written. Credentials are `tokens`
 /// rows of kind `fido`, challenges `challenges` rows of kind `fido`. Nodes share the database,
-/// so the two steps that make an assertion count once are single statements: the challenge is
+/// so the two steps that make an assertion count once are single statements (and a verification
+/// holds the user's advisory lock, which orders them per user): the challenge is
 /// taken with `DELETE … RETURNING` (one call on one node gets it) and the counter moves with
 /// `UPDATE … WHERE counter = <what the login read> RETURNING` (of two logins that read one
 /// counter, on any nodes, one changes the row; the other is refused as a lost race).
@@ -48,6 +49,12 @@ extension PostgresTokenService {
         return try await transaction("verifying a FIDO assertion of \(assertion.user)") { connection in
             let now = Self.now()
             let user = assertion.user
+            // The user's lock first, as every failure count takes it (push's too): the lockout read
+            // below then holds until commit, and two assertions of one user, on any nodes, are
+            // decided one after the other, so the second sees the first's counter (a repeated
+            // counter is caught as a clone, as on SQLite) and no lock is asked for while this
+            // transaction holds row locks (no deadlock with a challenge prune).
+            try await self.lock(user, connection)
             let challenge = try await self.takeChallenge(id: assertion.id, user: user, host: caller.name, now: now, connection)
             let credential = try await self.fidoCredentials(user: user, connection).first { $0.serial == assertion.serial }
             let read = try await self.failures(user, connection)
@@ -68,11 +75,8 @@ extension PostgresTokenService {
             }
             var response = verdict.response
             if verdict.countsFailure {
-                // Read again under the user's lock, which every failure count takes (push's too).
-                try await self.lock(user, connection)
-                let current = try await self.failures(user, connection)
-                let next = Store.fidoFailure(after: current, policy: policy, now: now)
-                try await self.apply([.setFailures(key: user, expected: current, to: next, at: now)], connection)
+                let next = Store.fidoFailure(after: read, policy: policy, now: now)
+                try await self.apply([.setFailures(key: user, expected: read, to: next, at: now)], connection)
                 response = FidoDecisions.counted(response, failures: next.failures, lockedNow: next.lockedUntil != 0)
             } else if response.result == .accept, read != .clear, !read.isLocked(at: now) {
                 // As an accepted code: the count goes, unless another login changed the row meanwhile.

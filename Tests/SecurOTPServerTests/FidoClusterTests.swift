@@ -46,15 +46,16 @@ struct FidoClusterTests {
         }
     }
 
-    @Test("Two challenges answered with one counter on two nodes at once, ten times over: exactly one acceptance each time")
+    @Test("Two challenges answered with one counter on two nodes at once, ten times over: exactly one acceptance, the other caught as a clone")
     func sameCounterBothNodes() async throws {
         let (a, b) = try await PushClusterTests.twoNodes()
         let key = try TestKey()
         try await a.withClient { nodeA in
             try await b.withClient { nodeB in
                 for round in 1...10 {
-                    // A fresh credential each round: the loser may find the counter already
-                    // moved and disable the credential as cloned (as on one node).
+                    // A fresh credential each round: the loser finds the counter already moved
+                    // (verifications of one user take turns under the user's lock) and disables
+                    // the credential as cloned, as on one node.
                     var credential = key.credential
                     credential.keyHandle = Array((0..<32).map { _ in UInt8.random(in: 0...255) })
                     let serial = try await FidoAPITests.enroll(a, credential, user: "user\(round)")
@@ -66,6 +67,7 @@ struct FidoClusterTests {
                                   try roundKey.assertion(two, user: "user\(round)", serial: serial, counter: 5)]
                     let results = try await Self.concurrently([nodeA, nodeB], bodies, host: a.host)
                     #expect(results.filter { $0.hasPrefix("accept") }.count == 1, "round \(round): \(results)")
+                    #expect(results.filter { $0.hasPrefix("reject") && $0.hasSuffix("the key was cloned") }.count == 1, "round \(round): \(results)")
                 }
             }
         }
