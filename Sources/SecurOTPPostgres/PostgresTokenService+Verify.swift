@@ -14,7 +14,9 @@ extension PostgresTokenService {
         let active = try await run("reading \(user)'s tokens") { connection in
             try await self.tokens(user: user, connection).filter(\.isActive)
         }
-        let (response, issuesChallenge) = HostVerification.preflight(active: active, now: now)
+        var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
+        preflight.methods = MethodRules.preflightMethods(try await loginMethods(user: user, caller: caller))
+        let response = preflight
         guard issuesChallenge else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under
         // the user's lock, and stored for the verification that answers it.
@@ -31,7 +33,10 @@ extension PostgresTokenService {
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let call = try VerifyCall(request, caller: caller)
+        var call = try VerifyCall(request, caller: caller)
+        // One read of the user's policy for every verification (MethodRules); a refused
+        // passcode is then decided like any other, against no token.
+        call.passcodeRefusal = MethodRules.refusal(.otp, try await loginMethods(user: call.user, caller: caller))
         if call.readsTokensOnly, let response = try await verifyInBatch(call) {
             return response
         }

@@ -70,11 +70,26 @@ public final class LocalTokenService: TokenService {
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let call = try VerifyCall(request, caller: caller)
+        var call = try VerifyCall(request, caller: caller)
         let policy = settings.policy
+        let globalMethods = settings.methods
         return try await run { (store, tables) throws(StoreError) in
-            try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
+            // The same store work for every user: the policy is read, then the tokens.
+            call.passcodeRefusal = MethodRules.refusal(.otp, try Self.loginMethods(store, user: call.user, global: globalMethods))
+            return try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
         }
+    }
+
+    public func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods? {
+        let user = try RequestRules.user(user)
+        let globalMethods = settings.methods
+        return try await run { (store, _) throws(StoreError) in try Self.loginMethods(store, user: user, global: globalMethods) }
+    }
+
+    /// The user's own policy, else `methods=`, else the standard order. Group policies are
+    /// not the validator's to resolve (group names are the host's NSS').
+    static func loginMethods(_ store: Store, user: String, global: LoginMethods?) throws(StoreError) -> LoginMethods? {
+        try store.loginMethods(user: user, groups: { [] }, global: global)
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {

@@ -1,0 +1,157 @@
+import Foundation
+import SecurOTPCore
+import SecurOTPService
+import SecurOTPStore
+import Testing
+
+/// The validator enforces a user's login methods itself (docs/configuration.md, "Login
+/// methods"): a host that skips the preflight (or ignores its `methods`) gets, for a method
+/// the user may not use, the answer of a user without that credential, and the audit log
+/// says why. On SQLite and PostgreSQL.
+@Suite("Validator API: login methods enforced by the validator")
+struct MethodPolicyAPITests {
+    /// Sets `user`'s policy in the fixture's store (SQLite or PostgreSQL), as `securotp policy` does.
+    static func setPolicy(_ fixture: ValidatorFixture, _ user: String, _ methods: String) throws {
+        _ = try PushAPITests.sql(fixture, """
+            INSERT INTO method_policies (subject, methods) VALUES ('\(user)', '\(methods)')
+            ON CONFLICT (subject) DO UPDATE SET methods = excluded.methods
+            """)
+    }
+
+    static func clearPolicy(_ fixture: ValidatorFixture, _ user: String) throws {
+        _ = try PushAPITests.sql(fixture, "DELETE FROM method_policies WHERE subject = '\(user)'")
+    }
+
+    /// The answer without what differs between any two users (none of it says why).
+    static func shape(_ answer: APIClient.Answer) -> [String: String] {
+        answer.json.mapValues { "\($0)" }
+    }
+
+    @Test("/v1/verify refuses a right code of a user whose methods leave out otp, as for a user without a token; counted, audited",
+          arguments: Backend.allCases)
+    func verifyRefusesOTP(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice")
+            try Self.setPolicy(fixture, "alice", "fido")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(preflight["methods"] as? [String] == ["fido"], "\(preflight.text)")
+
+            let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.totp(secret)], bearer: fixture.host)
+            let tokenless = try await client.call(.post, "/v1/verify", ["user": "nobody-here", "passcode": Codes.totp(secret)], bearer: fixture.host)
+            #expect(refused.status == 200 && refused.string("result") == "reject", "\(refused.text)")
+            #expect(Self.shape(refused) == Self.shape(tokenless), "a policy is told apart from an empty store: \(refused.text) vs \(tokenless.text)")
+            #expect(refused["failures"] as? Int == 1, "counted on the user's own row: \(refused.text)")
+            // A recovery code's shape reads no recovery code either.
+            let recovery = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": "abcd-efgh-ijkl"], bearer: fixture.host)
+            #expect(recovery.string("result") == "reject", "\(recovery.text)")
+
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect(audit.text.contains("otp refused: not among the user's login methods (fido"), "\(audit.text)")
+
+            // The same code, once otp is allowed again: the refusal consumed nothing.
+            try Self.setPolicy(fixture, "alice", "fido,otp")
+            let accepted = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.totp(secret)], bearer: fixture.host)
+            #expect(accepted.string("result") == "accept", "\(accepted.text)")
+        }
+    }
+
+    @Test("methods= on the validator leaves otp out for everyone without a policy of their own; a user's policy may let it back in",
+          arguments: Backend.allCases)
+    func globalMethods(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.store.methods = LoginMethods(parsing: "fido,push") }
+        try await fixture.withClient { client in
+            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice")
+            let (other, _) = try await HostAPITests.enroll(client, fixture, "bob")
+            try Self.setPolicy(fixture, "bob", "otp")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(preflight["methods"] as? [String] == ["fido", "push"], "\(preflight.text)")
+            let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.totp(secret)], bearer: fixture.host)
+            #expect(refused.string("result") == "reject" && refused.string("reason") == "no active token", "\(refused.text)")
+            let accepted = try await client.call(.post, "/v1/verify", ["user": "bob", "passcode": Codes.totp(other)], bearer: fixture.host)
+            #expect(accepted.string("result") == "accept", "\(accepted.text)")
+        }
+    }
+
+    @Test("Push open is refused for a user whose methods leave out push, as for a user without a device; audited", arguments: Backend.allCases)
+    func pushRefused(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            try Self.setPolicy(fixture, "alice", "otp")
+            let refused = try await PushAPITests.open(client, fixture, "alice")
+            let deviceless = try await PushAPITests.open(client, fixture, "carol")
+            #expect(refused.status == 409 && refused.status == deviceless.status, "\(refused.text)")
+            #expect(refused.errorCode == deviceless.errorCode, "\(refused.text) vs \(deviceless.text)")
+            #expect(refused.errorMessage == deviceless.errorMessage?.replacingOccurrences(of: "carol", with: "alice"), "\(refused.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM push_requests") == "0", "no request stored")
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect(audit.text.contains("push refused: not among the user's login methods (otp"), "\(audit.text)")
+
+            try Self.setPolicy(fixture, "alice", "push,otp")
+            let opened = try await PushAPITests.open(client, fixture, "alice")
+            #expect(opened.status == 201, "\(opened.text)")
+        }
+    }
+
+    @Test("No offline approval for a user whose methods leave out otp: push open does not offer it and /v1/verify refuses the response",
+          arguments: Backend.allCases)
+    func noOfflineApprovalWithoutOTP(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            _ = try await HostAPITests.enroll(client, fixture, "alice", ["kind": "hotp"])
+            let device = try await PushOfflineAPITests.enroll(client, fixture, "alice")
+            try Self.setPolicy(fixture, "alice", "push")
+            let opened = try await PushAPITests.open(client, fixture, "alice")
+            #expect(opened.status == 201 && opened["offline"] == nil, "offline approval offered: \(opened.text)")
+
+            // A host that shows the offline challenge anyway: the right response is refused.
+            try Self.setPolicy(fixture, "alice", "push,otp")
+            let offered = try await PushOfflineAPITests.open(client, fixture, "alice")
+            try Self.setPolicy(fixture, "alice", "push")
+            let response = try PushOfflineAPITests.response(device, offered.challenge)
+            let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": response, "push_id": offered.id],
+                                                bearer: fixture.host)
+            #expect(refused.string("result") == "reject", "\(refused.text)")
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect(audit.text.contains("push offline"), "\(audit.text)")
+        }
+    }
+
+    @Test("No offline codes for a user whose methods leave out otp: the HOTP code is refused and no hash handed out",
+          arguments: Backend.allCases)
+    func noOfflineCodesWithoutOTP(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let created = try await client.call(.post, "/v1/hosts", ["name": "laptop", "offline_codes": 4], bearer: fixture.admin)
+            let laptop = try #require(created.string("credential"), "\(created.text)")
+            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice", ["kind": "hotp"])
+            try Self.setPolicy(fixture, "alice", "push,fido")
+            let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.hotp(secret, counter: 0)], bearer: laptop)
+            #expect(refused.string("result") == "reject" && refused["offline"] == nil, "\(refused.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "0", "codes reserved for the host")
+        }
+    }
+
+    @Test("A FIDO challenge offers nothing to a user whose methods leave out fido, as to a user without a key; audited")
+    func fidoRefused() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let store = try Store.open(fixture.configuration.store.paths, .migrate)
+        let pair = try #require(PushRules.generateKeyPair())
+        let credential = FidoCredential(keyHandle: Array(repeating: 5, count: 32), publicKey: Array(pair.publicKey.suffix(64)), type: .es256,
+                                        presence: true, verification: false, pin: false, origin: "pam://test-host")
+        _ = try store.addFido([credential], user: "alice", source: "test", maxTokens: 10, now: Int64(Date().timeIntervalSince1970))
+        try store.setMethodPolicy("alice", try #require(LoginMethods(parsing: "otp")))
+        try await fixture.withClient { client in
+            let refused = try await client.call(.post, "/v1/fido/challenge", ["user": "alice", "origin": "pam://test-host"], bearer: fixture.host)
+            let keyless = try await client.call(.post, "/v1/fido/challenge", ["user": "carol", "origin": "pam://test-host"], bearer: fixture.host)
+            #expect(refused.status == 200 && (refused["credentials"] as? [Any])?.isEmpty == true, "\(refused.text)")
+            #expect(Set(refused.json.keys) == Set(keyless.json.keys), "\(refused.text) vs \(keyless.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM challenges") == "0", "no challenge stored")
+            let bad = try await client.call(.post, "/v1/fido/challenge", ["user": "alice", "origin": ""], bearer: fixture.host)
+            #expect(bad.status == 400, "a bad origin is refused as the store refuses it: \(bad.text)")
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect(audit.text.contains("fido refused: not among the user's login methods (otp"), "\(audit.text)")
+        }
+    }
+}
