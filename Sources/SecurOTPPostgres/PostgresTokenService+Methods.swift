@@ -24,4 +24,38 @@ extension PostgresTokenService {
         // the host's: group names are its NSS').
         return LoginMethods.resolve(user: own, groups: [], global: global)
     }
+
+    public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
+        try await run("reading the method policies") { connection in
+            var policies: [MethodPolicyInfo] = []
+            for try await (subject, methods) in try await connection.query("SELECT subject, methods FROM method_policies ORDER BY subject COLLATE \"C\"",
+                                                                            logger: self.logger).decode((String, String).self) {
+                policies.append(PolicyRules.info(subject: subject, text: methods))
+            }
+            return MethodPolicyList(policies: policies)
+        }
+    }
+
+    public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
+        let subject = try PolicyRules.subject(subject)
+        let text = try PolicyRules.methods(request).text
+        return try await transaction("setting the method policy of \(subject)") { connection in
+            try await connection.query("""
+                INSERT INTO method_policies (subject, methods) VALUES (\(subject), \(text))
+                ON CONFLICT (subject) DO UPDATE SET methods = EXCLUDED.methods
+                """, logger: self.logger)
+            try await self.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: text, time: Self.now()), connection)
+            return PolicyRules.info(subject: subject, text: text)
+        }
+    }
+
+    public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
+        let subject = try PolicyRules.subject(subject)
+        let removed = try await transaction("removing the method policy of \(subject)") { connection -> Bool in
+            guard try await self.changed("DELETE FROM method_policies WHERE subject = \(subject) RETURNING 1", connection) else { return false }
+            try await self.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: Self.now()), connection)
+            return true
+        }
+        guard removed else { throw ServiceError(.notFound, "\(subject) has no policy") }
+    }
 }

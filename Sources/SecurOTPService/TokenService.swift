@@ -30,6 +30,12 @@ public protocol TokenService: Sendable {
     /// left. Host calls are checked against it (MethodRules).
     func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods?
 
+    /// Login-method policies (`securotp policy`): every one, set one (a user or `@group`),
+    /// remove one (`not_found` when there is none).
+    func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList
+    func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo
+    func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError)
+
     // MARK: tokens
 
     func enroll(user: String, _ request: EnrollRequest, caller: Caller) async throws(ServiceError) -> EnrollResponse
@@ -87,6 +93,18 @@ extension TokenService {
 
     public func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
         throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
+
+    public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no login-method policies")
+    }
+
+    public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no login-method policies")
+    }
+
+    public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no login-method policies")
     }
 
     /// A store that keeps no policies cannot say which methods a user may use: host calls fail

@@ -155,3 +155,45 @@ struct MethodPolicyAPITests {
         }
     }
 }
+
+/// `securotp --server URL policy` and `--database` (docs/configuration.md, "Login methods"):
+/// the admin API keeps policies in the validator's store, SQLite or PostgreSQL.
+@Suite("Validator API: login-method policies for admins")
+struct MethodPolicyAdminAPITests {
+    @Test("Admins set, list and remove policies of users and groups; hosts may not; a bad order is refused; a set policy is enforced",
+          arguments: Backend.allCases)
+    func setListClear(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice")
+            let set = try await client.call(.put, "/v1/policies/alice", ["methods": ["fido", "push"]], bearer: fixture.admin)
+            #expect(set.status == 200 && set["methods"] as? [String] == ["fido", "push"] && set.string("subject") == "alice", "\(set.text)")
+            let group = try await client.call(.put, "/v1/policies/%40contractors", ["methods": ["otp"]], bearer: fixture.admin)
+            #expect(group.status == 200 && group.string("subject") == "@contractors", "\(group.text)")
+            let list = try await client.call(.get, "/v1/policies", bearer: fixture.admin)
+            let rows = try #require(list["policies"] as? [[String: Any]], "\(list.text)")
+            #expect(rows.compactMap { $0["subject"] as? String } == ["@contractors", "alice"], "\(list.text)")
+
+            let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.totp(secret)], bearer: fixture.host)
+            #expect(refused.string("result") == "reject", "the policy set over the API is enforced: \(refused.text)")
+
+            for bad in [["fido", "fido"], [], ["sms"], ["fido,otp"]] {
+                let answer = try await client.call(.put, "/v1/policies/alice", ["methods": bad], bearer: fixture.admin)
+                #expect(answer.status == 400 && answer.errorCode == "invalid_input", "\(bad): \(answer.text)")
+            }
+            let badName = try await client.call(.put, "/v1/policies/%40", ["methods": ["otp"]], bearer: fixture.admin)
+            #expect(badName.status == 400, "\(badName.text)")
+            let byHost = try await client.call(.put, "/v1/policies/alice", ["methods": ["otp"]], bearer: fixture.host)
+            #expect(byHost.status == 403, "\(byHost.text)")
+
+            let cleared = try await client.call(.delete, "/v1/policies/alice", bearer: fixture.admin)
+            #expect(cleared.status == 204, "\(cleared.text)")
+            let again = try await client.call(.delete, "/v1/policies/alice", bearer: fixture.admin)
+            #expect(again.status == 404, "\(again.text)")
+            let accepted = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.totp(secret)], bearer: fixture.host)
+            #expect(accepted.string("result") == "accept", "\(accepted.text)")
+            let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
+            #expect(audit.text.contains("policy set") && audit.text.contains("policy clear"), "\(audit.text)")
+        }
+    }
+}

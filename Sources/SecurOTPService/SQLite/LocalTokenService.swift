@@ -86,6 +86,32 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, _) throws(StoreError) in try Self.loginMethods(store, user: user, global: globalMethods) }
     }
 
+    public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
+        try await run { (store, _) throws(StoreError) in
+            MethodPolicyList(policies: try store.methodPolicies().map { PolicyRules.info(subject: $0.subject, text: $0.methods) })
+        }
+    }
+
+    public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
+        let subject = try PolicyRules.subject(subject)
+        let methods = try PolicyRules.methods(request)
+        return try await run { (store, tables) throws(StoreError) in
+            try store.setMethodPolicy(subject, methods)
+            try tables.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: methods.text, time: Self.now()))
+            return PolicyRules.info(subject: subject, text: methods.text)
+        }
+    }
+
+    public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
+        let subject = try PolicyRules.subject(subject)
+        let removed = try await run { (store, tables) throws(StoreError) -> Bool in
+            guard try store.clearMethodPolicy(subject) else { return false }
+            try tables.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: Self.now()))
+            return true
+        }
+        guard removed else { throw ServiceError(.notFound, "\(subject) has no policy") }
+    }
+
     /// The user's own policy, else `methods=`, else the standard order. Group policies are
     /// not the validator's to resolve (group names are the host's NSS').
     static func loginMethods(_ store: Store, user: String, global: LoginMethods?) throws(StoreError) -> LoginMethods? {
