@@ -7,22 +7,28 @@ import SecurOTPStore
 /// methods"), kept in `method_policies` as in the SQLite store.
 extension PostgresTokenService {
     public func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods? {
-        let user = try RequestRules.user(user)
+        try await loginMethods(user: try RequestRules.user(user), groups: [])
+    }
+
+    /// The user's own policy, else `methods=` (or the standard order) narrowed by the policies
+    /// of `groups`, the host's word (MethodRules.methods). One read for all of them.
+    func loginMethods(user: String, groups: [String]) async throws(ServiceError) -> LoginMethods? {
         let global = settings.methods
-        let own: LoginMethods? = try await run("reading the login methods of \(user)") { connection in
-            for try await (text) in try await connection.query("SELECT methods FROM method_policies WHERE subject = \(user)",
-                                                              logger: self.logger).decode(String.self) {
+        let subjects = [user] + groups.map(Store.policySubject(group:))
+        let rows: [String: LoginMethods] = try await run("reading the login methods of \(user)") { connection in
+            var rows: [String: LoginMethods] = [:]
+            for try await (subject, text) in try await connection.query("SELECT subject, methods FROM method_policies WHERE subject = ANY(\(subjects))",
+                                                                        logger: self.logger).decode((String, String).self) {
                 // A row that no longer parses (a newer securotp's) fails closed.
                 guard let methods = LoginMethods(parsing: text) else {
-                    throw ServiceError(.database, "method policy of \(TerminalText.quoted(user)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
+                    throw ServiceError(.database, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
                 }
-                return methods
+                rows[subject] = methods
             }
-            return nil
+            return rows
         }
-        // The user's own policy, else `methods=`, else the standard order (group policies are
-        // the host's: group names are its NSS').
-        return LoginMethods.resolve(user: own, groups: [], global: global)
+        let policies = groups.compactMap { group in rows[Store.policySubject(group: group)].map { (name: group, methods: $0) } }
+        return MethodRules.methods(own: rows[user], groups: policies, global: global)
     }
 
     public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {

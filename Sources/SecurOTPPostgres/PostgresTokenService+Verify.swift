@@ -9,13 +9,14 @@ import SecurOTPStore
 extension PostgresTokenService {
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
+        let groups = try MethodRules.policyGroups(request.groups)
         let now = Self.now()
         let policy = settings.policy
         let active = try await run("reading \(user)'s tokens") { connection in
             try await self.tokens(user: user, connection).filter(\.isActive)
         }
         var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
-        preflight.methods = MethodRules.preflightMethods(try await loginMethods(user: user, caller: caller))
+        preflight.methods = MethodRules.preflightMethods(try await loginMethods(user: user, groups: groups))
         let response = preflight
         guard issuesChallenge else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under

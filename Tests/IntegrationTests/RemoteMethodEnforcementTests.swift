@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Login methods in remote mode: the validator enforces them", .serialized)
 struct RemoteMethodEnforcementTests {
-    @Test("methods=fido set over --server: a right TOTP code logs nobody in, through the module or sent to /v1/verify directly")
+    @Test("methods=fido set over --server (for the user, then for a group of the user): a right TOTP code logs nobody in, through the module or sent to /v1/verify directly")
     func fidoOnlyRefusesCodes() throws {
         let world = try RemoteWorld()
         let token = try world.enroll("root")
@@ -40,6 +40,14 @@ struct RemoteMethodEnforcementTests {
 
         let cleared = try world.box.cli(remote + ["policy", "root", "--clear"])
         #expect(cleared.status == 0 && cleared.stdout == "Policy of root removed.\n", "\(cleared)")
+
+        // A group's policy: the module names root's groups in the preflight (NSS: root is in
+        // group root), and the validator narrows the methods by @root's.
+        #expect(try world.box.cli(remote + ["policy", "@root", "--methods", "fido"]).status == 0)
+        let byGroup = try world.box.login(service, "root", [try Oath.totp(token.secret)])
+        #expect(byGroup.status == PAM.authError, "@root's policy leaves out otp: \(byGroup)")
+        #expect(try world.box.cli(remote + ["policy", "@root", "--clear"]).status == 0)
+
         let after = try world.box.login(service, "root", [try Oath.totp(token.secret)])
         #expect(after.status == PAM.success, "the same code once otp is allowed again: \(after)")
     }

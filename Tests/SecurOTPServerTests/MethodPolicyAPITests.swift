@@ -73,6 +73,35 @@ struct MethodPolicyAPITests {
         }
     }
 
+    @Test("Group policies narrow the methods in the preflight of a host that names the user's groups; they never widen methods=; the user's own policy comes first",
+          arguments: Backend.allCases)
+    func groupsNarrow(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.store.methods = LoginMethods(parsing: "push,otp") }
+        try await fixture.withClient { client in
+            try Self.setPolicy(fixture, "@contractors", "otp,fido")
+            try Self.setPolicy(fixture, "@staff", "fido,push,otp")
+            try Self.setPolicy(fixture, "@kiosk", "fido")
+            func methods(_ user: String, _ groups: [String]?) async throws -> Any? {
+                var body: [String: Any] = ["user": user]
+                if let groups { body["groups"] = groups }
+                let answer = try await client.call(.post, "/v1/preflight", body, bearer: fixture.host)
+                #expect(answer.status == 200, "\(answer.text)")
+                return answer["methods"]
+            }
+            #expect(try await methods("alice", nil) as? [String] == ["push", "otp"], "no groups named: methods=")
+            #expect(try await methods("alice", ["contractors"]) as? [String] == ["otp"], "otp,fido within push,otp")
+            #expect(try await methods("alice", ["staff", "contractors", "domain users", "nopolicy"]) as? [String] == ["otp"],
+                    "only what every group allows, in the first group's order; names without a policy (or that cannot have one) change nothing")
+            #expect(try await methods("alice", ["kiosk"]) as? [String] == [], "nothing left: an empty list")
+            try Self.setPolicy(fixture, "alice", "fido")
+            #expect(try await methods("alice", ["contractors"]) as? [String] == ["fido"], "the user's own policy comes first")
+
+            let tooMany = try await client.call(.post, "/v1/preflight", ["user": "alice", "groups": (0...MethodRules.maxGroups).map { "g\($0)" }],
+                                                bearer: fixture.host)
+            #expect(tooMany.status == 400, "never cut short: \(tooMany.status)")
+        }
+    }
+
     @Test("Push open is refused for a user whose methods leave out push, as for a user without a device; audited", arguments: Backend.allCases)
     func pushRefused(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)

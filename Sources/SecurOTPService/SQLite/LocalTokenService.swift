@@ -58,6 +58,7 @@ public final class LocalTokenService: TokenService {
 
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
+        let groups = try MethodRules.policyGroups(request.groups)
         let policy = settings.policy
         let globalMethods = settings.methods
         return try await run { (store, tables) throws(StoreError) in
@@ -65,6 +66,8 @@ public final class LocalTokenService: TokenService {
             var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy,
                                                                      active: active, now: Self.now())
             try Self.addFidoAndMethods(&response, store: store, user: user, global: globalMethods)
+            // With the groups the host named (MethodRules.methods).
+            response.methods = MethodRules.preflightMethods(try Self.loginMethods(store, user: user, groups: groups, global: globalMethods))
             return response
         }
     }
@@ -112,10 +115,17 @@ public final class LocalTokenService: TokenService {
         guard removed else { throw ServiceError(.notFound, "\(subject) has no policy") }
     }
 
-    /// The user's own policy, else `methods=`, else the standard order. Group policies are
-    /// not the validator's to resolve (group names are the host's NSS').
-    static func loginMethods(_ store: Store, user: String, global: LoginMethods?) throws(StoreError) -> LoginMethods? {
-        try store.loginMethods(user: user, groups: { [] }, global: global)
+    /// The user's own policy, else `methods=` (or the standard order) narrowed by the policies
+    /// of `groups`, the host's word (MethodRules.methods).
+    static func loginMethods(_ store: Store, user: String, groups: [String] = [], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
+        let own = try store.methodPolicy(user)
+        var policies: [(name: String, methods: LoginMethods)] = []
+        if own == nil {
+            for group in groups {
+                if let methods = try store.methodPolicy(Store.policySubject(group: group)) { policies.append((name: group, methods: methods)) }
+            }
+        }
+        return MethodRules.methods(own: own, groups: policies, global: global)
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {

@@ -19,6 +19,33 @@ public enum MethodRules {
         return "\(method.rawValue) refused: not among the user's login methods (\(methods.text); securotp policy)"
     }
 
+    /// The methods the validator applies (docs/configuration.md, "Login methods", remote mode):
+    /// the user's own policy; else `methods=` (or the standard order) narrowed by the policies
+    /// of the groups the host named — combined as in local mode (only what all allow, in the
+    /// first group's order by name), then only what `methods=` allows too. Groups are the host's
+    /// word, so they may only take methods away: calls that name no group (verify, push, a key
+    /// challenge) are checked against the wider order, which the preflight's never exceeds.
+    /// Nil: no method left.
+    public static func methods(own: LoginMethods?, groups: [(name: String, methods: LoginMethods)], global: LoginMethods?) -> LoginMethods? {
+        if let own { return own }
+        let base = global ?? .standard
+        guard !groups.isEmpty else { return base }
+        guard let fromGroups = LoginMethods.resolve(user: nil, groups: groups, global: nil) else { return nil }
+        return fromGroups.intersected(with: base)
+    }
+
+    /// Groups a preflight may name.
+    public static let maxGroups = 1024
+
+    /// The names among `groups` that can carry a policy (a name `securotp policy @GROUP` would
+    /// refuse has none, and is skipped); more than `maxGroups` are refused, never cut short
+    /// (a group left out could only widen the answer).
+    public static func policyGroups(_ groups: [String]?) throws(ServiceError) -> [String] {
+        guard let groups else { return [] }
+        guard groups.count <= maxGroups else { throw ServiceError(.invalidInput, "groups: at most \(maxGroups) names") }
+        return groups.filter { (try? RequestRules.user($0)) != nil }
+    }
+
     /// Preflight's `methods`: the order when an admin set one, `[]` when none is left, absent
     /// for the standard order (the host's own `methods=` applies).
     public static func preflightMethods(_ methods: LoginMethods?) -> [String]? {
