@@ -183,6 +183,31 @@ struct MethodPolicyAPITests {
             #expect(audit.text.contains("fido refused: not among the user's login methods (otp"), "\(audit.text)")
         }
     }
+
+    @Test("A challenge issued before fido left the user's methods is not taken: its assertion is refused as an unknown challenge, counted")
+    func fidoVerifyAfterPolicyChange() async throws {
+        let fixture = try await ValidatorFixture.make()
+        let store = try Store.open(fixture.configuration.store.paths, .migrate)
+        let pair = try #require(PushRules.generateKeyPair())
+        let credential = FidoCredential(keyHandle: Array(repeating: 6, count: 32), publicKey: Array(pair.publicKey.suffix(64)), type: .es256,
+                                        presence: true, verification: false, pin: false, origin: "pam://test-host")
+        let serial = try store.addFido([credential], user: "alice", source: "test", maxTokens: 10, now: Int64(Date().timeIntervalSince1970))[0].serial
+        try await fixture.withClient { client in
+            let offer = try await client.call(.post, "/v1/fido/challenge", ["user": "alice", "origin": "pam://test-host"], bearer: fixture.host)
+            #expect((offer["credentials"] as? [Any])?.count == 1, "\(offer.text)")
+            let id = try #require(offer.string("id"))
+            let hashText = try #require(offer.string("client_data_hash"))
+            let hash = try #require(PushRules.base64URLDecode(hashText))
+            let data = PushRules.sha256(Array("pam://test-host".utf8)) + [0x01, 0, 0, 0, 9]
+            let signature = try #require(PushRules.sign(data + hash, privateKeyPEM: pair.privateKeyPEM))
+            try Self.setPolicy(fixture, "alice", "otp")
+            let refused = try await client.call(.post, "/v1/fido/verify", ["user": "alice", "id": id, "serial": serial,
+                                                                          "authenticator_data": PushRules.base64URLEncode(data),
+                                                                          "signature": PushRules.base64URLEncode(signature)], bearer: fixture.host)
+            #expect(refused.string("result") == "reject" && refused.string("reason") == "unknown, expired or used FIDO challenge"
+                    && refused["failures"] as? Int == 1, "\(refused.text)")
+        }
+    }
 }
 
 /// `securotp --server URL policy` and `--database` (docs/configuration.md, "Login methods"):

@@ -109,9 +109,18 @@ struct HostRoutes {
             let body = try await request.decode(as: FidoVerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "fido verify", countsAgainstUser: true)
             guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
-            return JSONResponse(counted(try await service.fidoVerify(body, caller: caller)))
+            // A challenge issued before fido left the user's methods is not taken: the answer
+            // (and count) of an unknown challenge, as for a user without a key.
+            var assertion = body
+            if try await service.methodCheck(.fido, user: body.user, caller: caller, action: "fido verify").refusal != nil {
+                assertion.id = Self.noChallengeID
+            }
+            return JSONResponse(counted(try await service.fidoVerify(assertion, caller: caller)))
         }
     }
+
+    /// A challenge id no challenge has (ids are `PendingChallenge.freshID()`'s, never this).
+    static let noChallengeID = "-"
 
     /// The challenge of a user without a credential for the host's origin: a fresh id and
     /// client data hash, nothing offered, nothing stored; a bad origin refused as the store would.
