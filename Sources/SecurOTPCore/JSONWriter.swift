@@ -15,6 +15,8 @@ public enum JSONWriter {
         case integer(Int64)
         /// An array of flat objects (offline codes used: serial and counter).
         case objects([[(key: String, value: Field)]])
+        /// An array of strings (the user's groups).
+        case texts([String])
     }
 
     public static func object(_ members: [(key: String, value: Field)]) -> SecretBytes {
@@ -49,6 +51,13 @@ public enum JSONWriter {
                 for (index, object) in objects.enumerated() {
                     if index > 0 { sink(UInt8(ascii: ",")) }
                     emit(object, sink)
+                }
+                sink(UInt8(ascii: "]"))
+            case .texts(let texts):
+                sink(UInt8(ascii: "["))
+                for (index, text) in texts.enumerated() {
+                    if index > 0 { sink(UInt8(ascii: ",")) }
+                    Array(text.utf8).withUnsafeBufferPointer { quote($0, sink) }
                 }
                 sink(UInt8(ascii: "]"))
             }

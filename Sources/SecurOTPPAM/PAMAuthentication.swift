@@ -43,7 +43,9 @@ public enum PAMAuthentication {
         }
 
         if settings.remote.isEnabled {
-            var check = RemoteVerification(login)
+            // The validator narrows the user's methods by the policies of these groups
+            // (docs/configuration.md, "Login methods"); only NSS's users have any.
+            var check = RemoteVerification(login, groups: login.known ? (groups ?? account?.groupNames() ?? []) : [])
             return converse(&check, login)
         }
         // The user's methods in order (docs/configuration.md, "Login methods"): the user's

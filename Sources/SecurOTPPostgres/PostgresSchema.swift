@@ -189,6 +189,14 @@ enum PostgresSchema {
             END IF;
         END $$
         """, "CREATE UNIQUE INDEX web_devices_by_credential ON web_devices (credential_id)"],
+        // 8: login methods per user and per group, as
+        // the SQLite store's schema 8 (`securotp policy`, docs/configuration.md "Login methods").
+        ["""
+        CREATE TABLE IF NOT EXISTS method_policies (
+            subject TEXT PRIMARY KEY,
+            methods TEXT NOT NULL
+        )
+        """],
     ]
 
     private static func statements(_ script: String) -> [String] {

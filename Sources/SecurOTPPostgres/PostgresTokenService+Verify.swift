@@ -9,6 +9,7 @@ import SecurOTPStore
 extension PostgresTokenService {
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
+        let groups = try MethodRules.policyGroups(request.groups)
         let now = Self.now()
         let policy = settings.policy
         let (active, hasFido) = try await run("reading \(user)'s tokens") { connection in
@@ -18,6 +19,7 @@ extension PostgresTokenService {
         // A cloned credential counts too, as on SQLite (LocalTokenService.addFidoAndMethods):
         // such a user is asked for the key and denied, never let through by `nullok`.
         if hasFido { preflight.fido = true }
+        preflight.methods = MethodRules.preflightMethods(try await loginMethods(user: user, groups: groups))
         let response = preflight
         guard issuesChallenge else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under
@@ -35,7 +37,10 @@ extension PostgresTokenService {
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let call = try VerifyCall(request, caller: caller)
+        var call = try VerifyCall(request, caller: caller)
+        // One read of the user's policy for every verification (MethodRules); a refused
+        // passcode is then decided like any other, against no token.
+        call.passcodeRefusal = MethodRules.refusal(.otp, try await loginMethods(user: call.user, caller: caller))
         if call.readsTokensOnly, let response = try await verifyInBatch(call) {
             return response
         }

@@ -1,3 +1,5 @@
+import SecurOTPStore
+
 /// Everything a caller can ask of securotp, whichever store answers: the SQLite store on this
 /// machine (`LocalTokenService`), PostgreSQL shared by several validator nodes
 /// (`PostgresTokenService`), or a remote validator over HTTPS (`RemoteTokenService`).
@@ -23,6 +25,16 @@ public protocol TokenService: Sendable {
     /// A user's FIDO credentials, added (all or none) and listed (`securotp import`, `fido enroll`, `fido export`).
     func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList
     func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList
+    /// The methods the validator lets `user` use, in order (docs/configuration.md, "Login
+    /// methods"): the user's own policy, else `methods=`, else the standard order; nil: none
+    /// left. Host calls are checked against it (MethodRules).
+    func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods?
+
+    /// Login-method policies (`securotp policy`): every one, set one (a user or `@group`),
+    /// remove one (`not_found` when there is none).
+    func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList
+    func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo
+    func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError)
 
     // MARK: tokens
 
@@ -81,6 +93,24 @@ extension TokenService {
 
     public func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
         throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no FIDO credentials")
+    }
+
+    public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no login-method policies")
+    }
+
+    public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no login-method policies")
+    }
+
+    public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no login-method policies")
+    }
+
+    /// A store that keeps no policies cannot say which methods a user may use: host calls fail
+    /// closed (RemoteTokenService is a client, never behind the host routes).
+    public func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods? {
+        throw ServiceError(.notSupported, "this validator's store (\(storeKind)) keeps no login methods")
     }
 }
 

@@ -83,6 +83,12 @@ struct FidoRemoteLoginTests {
         #expect(remoteExport.status == 0 && remoteExport.stdout == localExport.stdout && remoteExport.stdout.hasPrefix("root:"), "\(remoteExport)\n\(localExport)")
         #expect(try world.cli(["fido", "export", "root", "--format", "json"]).stdout
                 == (try world.box.cli(remote + ["fido", "export", "root", "--format", "json"])).stdout)
+        // securotp list shows the credential over --server as on the validator's own store.
+        for format in ["text", "json"] {
+            let remoteList = try world.box.cli(remote + ["list", "root", "--format", format])
+            let localList = try world.cli(["list", "root", "--format", format])
+            #expect(remoteList.status == 0 && remoteList.stdout == localList.stdout && remoteList.stdout.contains("fido"), "\(remoteList)\n\(localList)")
+        }
 
         let service = try world.service("fido-imported", validator)
         let login = try key.login(world.box, service, "root")

@@ -133,6 +133,13 @@ import TestSupport
         JSONWriter.object(members).withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
+    @Test("An array of strings (a preflight's groups), each escaped")
+    func writesTexts() throws {
+        #expect(Self.text([(key: "user", value: .text("alice")), (key: "groups", value: .texts(["wheel", "domain \"users\""]))])
+                == #"{"user":"alice","groups":["wheel","domain \"users\""]}"#)
+        #expect(Self.text([(key: "groups", value: .texts([]))]) == #"{"groups":[]}"#)
+    }
+
     @Test func writesExactlyTheObject() throws {
         let passcode: [UInt8] = Array("12345678".utf8)
         let body = passcode.withUnsafeBufferPointer {

@@ -47,7 +47,13 @@ struct RemoteVerification: PasscodeCheck {
     /// a passcode at the prompt is refused here, never sent.
     private var passcodesAllowed = false
 
-    init(_ login: LoginContext) { self.login = login }
+    /// The user's groups, sent with the preflight: the validator applies their method policies.
+    private let groups: [String]
+
+    init(_ login: LoginContext, groups: [String] = []) {
+        self.login = login
+        self.groups = groups
+    }
 
     private var session: PAMSession { login.session }
     private var remote: ValidatorSettings { login.settings.remote }
@@ -68,7 +74,9 @@ struct RemoteVerification: PasscodeCheck {
         self.offline = offline
         let preflight: PreflightAnswer
         do throws(ValidatorFailure) {
-            let json = try client.post("/v1/preflight", JSONWriter.object([(key: "user", value: .text(login.user))]))
+            var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user))]
+            if !groups.isEmpty { fields.append((key: "groups", value: .texts(groups))) }
+            let json = try client.post("/v1/preflight", JSONWriter.object(fields))
             guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
             preflight = answer
         } catch {

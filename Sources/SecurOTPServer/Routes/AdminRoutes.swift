@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import SecurOTPService
 
@@ -35,6 +36,18 @@ struct AdminRoutes {
         }
         group.get("users/:user/fido") { _, context in
             JSONResponse(try await service.fidoCredentials(user: try user(context), caller: try context.requireCaller()))
+        }
+        // Login-method policies (`securotp --server URL policy`; docs/configuration.md, "Login methods").
+        group.get("policies") { _, context in
+            JSONResponse(try await service.methodPolicies(caller: try context.requireCaller()))
+        }
+        group.put("policies/:subject") { request, context in
+            let body = try await request.decode(as: MethodPolicyRequest.self, context: context)
+            return JSONResponse(try await service.setMethodPolicy(subject: try subject(context), body, caller: try context.requireCaller()))
+        }
+        group.delete("policies/:subject") { _, context in
+            try await service.clearMethodPolicy(subject: try subject(context), caller: try context.requireCaller())
+            return NoContent()
         }
         group.patch("users/:user/tokens/:serial") { request, context in
             let body = try await request.decode(as: NicknameRequest.self, context: context)
@@ -101,4 +114,9 @@ struct AdminRoutes {
 
     private func user(_ context: ValidatorRequestContext) throws -> String { try context.parameters.require("user") }
     private func serial(_ context: ValidatorRequestContext) throws -> String { try context.parameters.require("serial") }
+    /// A user, or `@group` (`%40group` as a client may encode it).
+    private func subject(_ context: ValidatorRequestContext) throws -> String {
+        let raw: String = try context.parameters.require("subject")
+        return raw.removingPercentEncoding ?? raw
+    }
 }

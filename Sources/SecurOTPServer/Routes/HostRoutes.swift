@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import SecurOTPService
+import SecurOTPStore
 
 /// What hosts (PAM modules) call: preflight before prompting, verify, and answer a challenge.
 ///
@@ -40,9 +41,14 @@ struct HostRoutes {
             guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
             // docs/push.md, "Offline approval": the push prompt's answer is first the request's
             // offline response; if not, the request is cancelled and the answer is a passcode.
-            if let accepted = try await push.verifyOffline(body, caller: caller) {
+            // An offline response is typed like a passcode: only for a user who may use otp
+            // (else the passcode verification below refuses it as for a user without a token).
+            if body.pushId != nil, try await service.methodCheck(.otp, user: body.user, caller: caller, action: "push offline").refusal == nil,
+               let accepted = try await push.verifyOffline(body, caller: caller) {
                 return JSONResponse(counted(accepted))
             }
+            // The store checks otp against the user's methods itself (MethodRules), in the
+            // verification's own read.
             return JSONResponse(counted(try await service.verify(body, caller: caller)))
         }
         group.post("verify/answer") { request, context in
@@ -60,7 +66,13 @@ struct HostRoutes {
             let body = try await request.decode(as: PushOpenRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "push", countsAgainstUser: true)
             guard allowed else { throw ServiceError(.conflict, "\(body.user) has no active device for push approval") }
-            return JSONResponse(try await push.open(body, caller: caller), status: .created)
+            // Push not among the user's methods: the refusal of a user without a device (audited).
+            let check = try await service.methodCheck(.push, user: body.user, caller: caller, action: "push")
+            guard check.refusal == nil else { throw ServiceError(.conflict, PushDecisions.noActiveDevice(user: body.user).message) }
+            var opened = try await push.open(body, caller: caller)
+            // No offline approval (typed like a passcode) for a user who may not use otp.
+            if !MethodRules.allowsOffline(check.methods) { opened.offline = nil }
+            return JSONResponse(opened, status: .created)
         }
         group.post("push/wait") { request, context in
             let body = try await request.decode(as: PushWaitRequest.self, context: context)
@@ -84,6 +96,11 @@ struct HostRoutes {
         group.post("fido/challenge") { request, context in
             let body = try await request.decode(as: FidoChallengeRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "fido challenge", countsAgainstUser: true)
+            // fido not among the user's methods: the answer of a user without a credential for
+            // this origin (a fresh id, nothing offered, no challenge stored), audited.
+            if allowed, try await service.methodCheck(.fido, user: body.user, caller: caller, action: "fido challenge").refusal != nil {
+                return JSONResponse(try Self.noCredentialOffered(body, caller: caller))
+            }
             var answer = try await service.fidoChallenge(body, caller: caller)
             if !allowed { answer.credentials = [] }
             return JSONResponse(answer)
@@ -92,7 +109,30 @@ struct HostRoutes {
             let body = try await request.decode(as: FidoVerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "fido verify", countsAgainstUser: true)
             guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
-            return JSONResponse(counted(try await service.fidoVerify(body, caller: caller)))
+            // A challenge issued before fido left the user's methods is not taken: the answer
+            // (and count) of an unknown challenge, as for a user without a key.
+            var assertion = body
+            if try await service.methodCheck(.fido, user: body.user, caller: caller, action: "fido verify").refusal != nil {
+                assertion.id = Self.noChallengeID
+            }
+            return JSONResponse(counted(try await service.fidoVerify(assertion, caller: caller)))
+        }
+    }
+
+    /// A challenge id no challenge has (ids are `PendingChallenge.freshID()`'s, never this).
+    static let noChallengeID = "-"
+
+    /// The challenge of a user without a credential for the host's origin: a fresh id and
+    /// client data hash, nothing offered, nothing stored; a bad origin refused as the store would.
+    private static func noCredentialOffered(_ body: FidoChallengeRequest, caller: Caller) throws -> FidoChallengeResponse {
+        guard !body.origin.isEmpty, body.origin.utf8.count <= 255, (body.appid?.utf8.count ?? 0) <= 255 else {
+            throw ServiceError(.invalidInput, "origin must be 1 to 255 characters, appid at most 255")
+        }
+        do throws(StoreError) {
+            return try FidoDecisions.offer(user: body.user, host: caller.name, credentials: [], origin: body.origin, appID: body.appid,
+                                           locked: false, now: Int64(Date.now.timeIntervalSince1970)).1
+        } catch {
+            throw ServiceError(error)
         }
     }
 

@@ -5,8 +5,14 @@
 /// `POST /v1/preflight`: what the host needs before it prompts.
 public struct PreflightRequest: Codable, Sendable, Equatable {
     public var user: String
+    /// The user's groups as the host's NSS resolves them: their policies (`securotp policy
+    /// @GROUP` on the validator) narrow the user's methods in the answer (MethodRules.methods).
+    public var groups: [String]?
 
-    public init(user: String) { self.user = user }
+    public init(user: String, groups: [String]? = nil) {
+        self.user = user
+        self.groups = groups
+    }
 }
 
 public struct PreflightResponse: Codable, Sendable, Equatable {

@@ -174,6 +174,18 @@ public final class RemoteTokenService: TokenService {
         try await call("GET", "\(self.user(user))/fido")
     }
 
+    public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
+        try await call("GET", "/v1/policies")
+    }
+
+    public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
+        try await call("PUT", "/v1/policies/\(Self.segment(subject))", request)
+    }
+
+    public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
+        try await send("DELETE", "/v1/policies/\(Self.segment(subject))")
+    }
+
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
         try await call("GET", "/v1/tokens" + (user.map { "?user=\(Self.segment($0))" } ?? ""))
     }

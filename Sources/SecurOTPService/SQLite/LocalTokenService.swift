@@ -58,6 +58,7 @@ public final class LocalTokenService: TokenService {
 
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
+        let groups = try MethodRules.policyGroups(request.groups)
         let policy = settings.policy
         let globalMethods = settings.methods
         return try await run { (store, tables) throws(StoreError) in
@@ -65,16 +66,66 @@ public final class LocalTokenService: TokenService {
             var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy,
                                                                      active: active, now: Self.now())
             try Self.addFidoAndMethods(&response, store: store, user: user, global: globalMethods)
+            // With the groups the host named (MethodRules.methods).
+            response.methods = MethodRules.preflightMethods(try Self.loginMethods(store, user: user, groups: groups, global: globalMethods))
             return response
         }
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        let call = try VerifyCall(request, caller: caller)
+        var call = try VerifyCall(request, caller: caller)
         let policy = settings.policy
+        let globalMethods = settings.methods
         return try await run { (store, tables) throws(StoreError) in
-            try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
+            // The same store work for every user: the policy is read, then the tokens.
+            call.passcodeRefusal = MethodRules.refusal(.otp, try Self.loginMethods(store, user: call.user, global: globalMethods))
+            return try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
         }
+    }
+
+    public func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods? {
+        let user = try RequestRules.user(user)
+        let globalMethods = settings.methods
+        return try await run { (store, _) throws(StoreError) in try Self.loginMethods(store, user: user, global: globalMethods) }
+    }
+
+    public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
+        try await run { (store, _) throws(StoreError) in
+            MethodPolicyList(policies: try store.methodPolicies().map { PolicyRules.info(subject: $0.subject, text: $0.methods) })
+        }
+    }
+
+    public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
+        let subject = try PolicyRules.subject(subject)
+        let methods = try PolicyRules.methods(request)
+        return try await run { (store, tables) throws(StoreError) in
+            try store.setMethodPolicy(subject, methods)
+            try tables.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: methods.text, time: Self.now()))
+            return PolicyRules.info(subject: subject, text: methods.text)
+        }
+    }
+
+    public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
+        let subject = try PolicyRules.subject(subject)
+        let removed = try await run { (store, tables) throws(StoreError) -> Bool in
+            guard try store.clearMethodPolicy(subject) else { return false }
+            try tables.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: Self.now()))
+            return true
+        }
+        guard removed else { throw ServiceError(.notFound, "\(subject) has no policy") }
+    }
+
+    /// The user's own policy, else `methods=` (or the standard order) narrowed by the policies
+    /// of `groups`, the host's word (MethodRules.methods).
+    static func loginMethods(_ store: Store, user: String, groups: [String] = [], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
+        let own = try store.methodPolicy(user)
+        var policies: [(name: String, methods: LoginMethods)] = []
+        if own == nil {
+            for group in groups {
+                if let methods = try store.methodPolicy(Store.policySubject(group: group)) { policies.append((name: group, methods: methods)) }
+            }
+        }
+        return MethodRules.methods(own: own, groups: policies, global: global)
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {

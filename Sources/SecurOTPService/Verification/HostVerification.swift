@@ -33,6 +33,16 @@ public enum HostVerification {
     /// another step becomes a pending challenge.
     public static func verify(_ call: VerifyCall, _ reads: VerifyReads, engine: VerificationEngine, policy: VerifyPolicy,
                               now: Int64) throws(StoreError) -> HostOutcome {
+        var reads = reads
+        if call.passcodeRefusal != nil {
+            // otp is not among the user's methods (MethodRules): decided against nothing, as
+            // for a user without a token — the same engine work and answer, the failure counted
+            // on the row read; no offline code is taken or handed out.
+            reads.snapshot.tokens = []
+            reads.snapshot.recoveryCodes = []
+            reads.challenge = nil
+            reads.reservations = []
+        }
         let ocra = Preflight.ocraChallenge(reads.challenge, tokens: reads.snapshot.tokens.map(\.record))
         var changes = HostChanges()
         let result: VerifyResult
@@ -77,6 +87,7 @@ public enum HostVerification {
         response.offline = offline.map { [$0] }
         changes.challenge = pending
         changes.audit = AuditEntry(call.caller, "verify", user: call.user, response: response, time: now)
+        if let refusal = call.passcodeRefusal { changes.audit?.detail = refusal }
         return HostOutcome(response: response, changes: changes)
     }
 
@@ -158,6 +169,9 @@ public struct VerifyCall: Sendable {
     /// A recovery code's shape: the snapshot holds the user's unused recovery codes instead of
     /// tokens (VerificationEngine.readsRecoveryCodes).
     public let readsRecoveryCodes: Bool
+    /// Set by the store when otp is not among the user's login methods (MethodRules.refusal,
+    /// the audit detail): the passcode is checked against nothing.
+    public var passcodeRefusal: String?
 
     public init(_ request: VerifyRequest, caller: Caller) throws(ServiceError) {
         user = try RequestRules.user(request.user)

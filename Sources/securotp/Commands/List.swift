@@ -21,7 +21,7 @@ struct List: ContextCommand {
     func run(in context: CommandContext) async throws {
         let now = context.now()
         let tokens = try await context.withService { service in try await service.tokens(user: user, caller: context.caller) }.tokens
-        let fido = try fidoCredentials(context)
+        let fido = try await fidoCredentials(context)
         switch format {
         case .json:
             context.print(JSONValue.array(tokens.map(Formatting.json) + fido.map { FidoOutput.json($0.credential, user: $0.user) }).rendered)
@@ -53,8 +53,12 @@ struct List: ContextCommand {
         }
     }
 
-    /// FIDO credentials (docs/fido.md) live in the local store only: listed from it when securotp works on it.
-    private func fidoCredentials(_ context: CommandContext) throws -> [(user: String, credential: FidoCredential)] {
+    /// FIDO credentials (docs/fido.md): from the local store, or with `--server` one user's from
+    /// the validator (`GET /v1/users/{user}/fido`; the API lists them per user).
+    private func fidoCredentials(_ context: CommandContext) async throws -> [(user: String, credential: FidoCredential)] {
+        if context.isRemote, let user {
+            return try await context.fidoCredentials(user: user).map { (user, $0) }
+        }
         guard case .local = context.target, FileManager.default.fileExists(atPath: context.settings.paths.database) else { return [] }
         let store = try Store.open(context.settings.paths, .migrate)
         let users = try user.map { [$0] } ?? store.fidoUsers()

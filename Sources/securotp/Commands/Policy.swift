@@ -1,11 +1,13 @@
 import ArgumentParser
 import SecurOTPCommandLine
 import SecurOTPCore
+import SecurOTPService
 import SecurOTPStore
 
 /// `securotp policy`: which login methods a user or a group may use, in order
 /// (docs/configuration.md, "Login methods"). Kept in the local store, where the module (local
-/// mode) and a validator on this host (remote mode, preflight) read them.
+/// mode) and a validator on this host read them; with `--database`, in PostgreSQL; with
+/// `--server`, on the validator (`/v1/policies`).
 struct Policy: ContextCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show or set the login methods of a user or a group (@GROUP), in the order they are offered.",
@@ -26,18 +28,13 @@ struct Policy: ContextCommand {
     @Option(help: "Methods in order, separated by commas: fido, push, otp.") var methods: String?
     @Flag(help: "Remove the policy: the groups' or the global methods apply again.") var clear = false
 
-    func run(in context: CommandContext) async throws { try policy(in: context) }
-
-    @inline(never)
-    private func policy(in context: CommandContext) throws {
-        guard case .local = context.target else {
-            throw CLIError(.localStoreOnly, "method policies are kept in the local store only; run this on the host (or validator) without --server or --database")
-        }
+    func run(in context: CommandContext) async throws {
         if methods != nil && clear { throw CLIError.usage("--methods and --clear exclude each other") }
+        let caller = context.caller
         guard let subject else {
             if methods != nil || clear { throw CLIError.usage("name a user or @GROUP") }
-            let store = try Store.open(context.settings.paths, .migrate)
-            for row in try store.methodPolicies() { context.print("\(row.subject) \(row.methods)") }
+            let list = try await context.withService { service in try await service.methodPolicies(caller: caller) }
+            for row in list.policies { context.print("\(row.subject) \(row.methods.joined(separator: ","))") }
             return
         }
         let key: String
@@ -46,25 +43,36 @@ struct Policy: ContextCommand {
             try Store.validate(user: group) // group names follow the same rules as user names
             key = Store.policySubject(group: group)
         } else {
-            key = CommandContext.canonical(subject)
+            // On the validator's machine and on hosts alike, NSS's spelling (the module's).
+            key = context.isRemote ? subject : CommandContext.canonical(subject)
             try Store.validate(user: key)
         }
         if let methods {
             guard let order = LoginMethods(parsing: methods) else {
                 throw CLIError.usage("--methods \(TerminalText.quoted(methods)): \(LoginMethods.expectation)")
             }
-            let store = try Store.open(context.settings.paths, .create)
-            try store.setMethodPolicy(key, order)
-            context.print("\(key) \(order.text)")
+            let set = try await context.withService(create: true) { service in
+                try await service.setMethodPolicy(subject: key, MethodPolicyRequest(methods: order.order.map(\.rawValue)), caller: caller)
+            }
+            context.print("\(set.subject) \(set.methods.joined(separator: ","))")
         } else if clear {
-            let store = try Store.open(context.settings.paths, .migrate)
-            context.print(try store.clearMethodPolicy(key) ? "Policy of \(key) removed." : "\(key) had no policy.")
+            let removed = try await context.withService { service -> Bool in
+                do {
+                    try await service.clearMethodPolicy(subject: key, caller: caller)
+                    return true
+                } catch let error as ServiceError where error.code == .notFound {
+                    return false
+                }
+            }
+            context.print(removed ? "Policy of \(key) removed." : "\(key) had no policy.")
         } else {
-            let store = try Store.open(context.settings.paths, .migrate)
-            if let order = try store.methodPolicy(key) {
-                context.print("\(key) \(order.text)")
-            } else {
+            let list = try await context.withService { service in try await service.methodPolicies(caller: caller) }
+            if let row = list.policies.first(where: { $0.subject == key }) {
+                context.print("\(key) \(row.methods.joined(separator: ","))")
+            } else if case .local = context.target {
                 context.print("\(key) has no policy (methods: \(context.settings.methods?.text ?? LoginMethods.standard.text) unless a group's applies)")
+            } else {
+                context.print("\(key) has no policy (the groups' or the validator's methods= apply)")
             }
         }
     }

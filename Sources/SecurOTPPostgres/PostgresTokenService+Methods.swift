@@ -1,0 +1,67 @@
+import PostgresNIO
+import SecurOTPCore
+import SecurOTPService
+import SecurOTPStore
+
+/// Login methods per user and per group (`securotp policy`, docs/configuration.md "Login
+/// methods"), kept in `method_policies` as in the SQLite store.
+extension PostgresTokenService {
+    public func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods? {
+        try await loginMethods(user: try RequestRules.user(user), groups: [])
+    }
+
+    /// The user's own policy, else `methods=` (or the standard order) narrowed by the policies
+    /// of `groups`, the host's word (MethodRules.methods). One read for all of them.
+    func loginMethods(user: String, groups: [String]) async throws(ServiceError) -> LoginMethods? {
+        let global = settings.methods
+        let subjects = [user] + groups.map(Store.policySubject(group:))
+        let rows: [String: LoginMethods] = try await run("reading the login methods of \(user)") { connection in
+            var rows: [String: LoginMethods] = [:]
+            for try await (subject, text) in try await connection.query("SELECT subject, methods FROM method_policies WHERE subject = ANY(\(subjects))",
+                                                                        logger: self.logger).decode((String, String).self) {
+                // A row that no longer parses (a newer securotp's) fails closed.
+                guard let methods = LoginMethods(parsing: text) else {
+                    throw ServiceError(.database, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
+                }
+                rows[subject] = methods
+            }
+            return rows
+        }
+        let policies = groups.compactMap { group in rows[Store.policySubject(group: group)].map { (name: group, methods: $0) } }
+        return MethodRules.methods(own: rows[user], groups: policies, global: global)
+    }
+
+    public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
+        try await run("reading the method policies") { connection in
+            var policies: [MethodPolicyInfo] = []
+            for try await (subject, methods) in try await connection.query("SELECT subject, methods FROM method_policies ORDER BY subject COLLATE \"C\"",
+                                                                            logger: self.logger).decode((String, String).self) {
+                policies.append(PolicyRules.info(subject: subject, text: methods))
+            }
+            return MethodPolicyList(policies: policies)
+        }
+    }
+
+    public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
+        let subject = try PolicyRules.subject(subject)
+        let text = try PolicyRules.methods(request).text
+        return try await transaction("setting the method policy of \(subject)") { connection in
+            try await connection.query("""
+                INSERT INTO method_policies (subject, methods) VALUES (\(subject), \(text))
+                ON CONFLICT (subject) DO UPDATE SET methods = EXCLUDED.methods
+                """, logger: self.logger)
+            try await self.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: text, time: Self.now()), connection)
+            return PolicyRules.info(subject: subject, text: text)
+        }
+    }
+
+    public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
+        let subject = try PolicyRules.subject(subject)
+        let removed = try await transaction("removing the method policy of \(subject)") { connection -> Bool in
+            guard try await self.changed("DELETE FROM method_policies WHERE subject = \(subject) RETURNING 1", connection) else { return false }
+            try await self.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: Self.now()), connection)
+            return true
+        }
+        guard removed else { throw ServiceError(.notFound, "\(subject) has no policy") }
+    }
+}
