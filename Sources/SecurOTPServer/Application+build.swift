@@ -103,7 +103,7 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
 /// HTTP/1.1, over TLS 1.2+ when a certificate is configured; mutual TLS with a client CA.
 /// Each connection's pipeline holds a LongPollHandler, where push long-polls wait.
 func serverBuilder(_ configuration: DaemonConfiguration, polls: LongPolls) throws -> HTTPServerBuilder {
-    let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [polls.handler()]))
+    let http1 = HTTPServerBuilder.validatorHTTP1(configuration: .init(additionalChannelHandlers: [polls.handler()]))
     guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return http1 }
     var tls = TLSConfiguration.makeServerConfiguration(
         certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },
