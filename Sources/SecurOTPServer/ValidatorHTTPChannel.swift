@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 
 /// securotpd's HTTP/1.1 connections: Hummingbird's HTTP1Channel pipeline, trimmed for many
 /// idle or parked connections (issue 14: 10,000 waiting logins in under 200 MB;
@@ -16,20 +17,33 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
     /// a larger one grows the buffer as before (up to 64 KiB).
     static let receiveBuffer = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
 
-    let base: HTTP1Channel
-    var responder: HTTPChannelHandler.Responder { base.responder }
+    let responder: HTTPChannelHandler.Responder
+    let configuration: HTTP1Channel.Configuration
+    let idleTimeout: Duration?
 
-    init(responder: @escaping HTTPChannelHandler.Responder, configuration: HTTP1Channel.Configuration) {
-        base = HTTP1Channel(responder: responder, configuration: configuration)
-    }
-
+    /// HTTP1Channel.setup's pipeline, with one change: the connection's state handler
+    /// (Hummingbird's HTTPConnectionStateHandler: `idle_timeout`, closing on graceful shutdown)
+    /// comes before `additionalChannelHandlers` (LongPollHandler), not after. LongPollHandler
+    /// takes a parked long-poll's placeholder answer off the wire before the state handler sees
+    /// it, so the request stays in progress until its real answer is written. In Hummingbird's
+    /// order the placeholder ended the request: the idle timer ran while the poll was parked, and
+    /// when it fired, the close waited behind the answer and then cut the connection the
+    /// client was about to send its next wait on.
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        do {
+        channel.eventLoop.makeCompletedFuture {
             try channel.syncOptions?.setOption(ChannelOptions.recvAllocator, value: Self.receiveBuffer)
-        } catch {
-            return channel.eventLoop.makeFailedFuture(error)
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            limits.maxHeaderFieldSize = configuration.httpDecoder.maxHeaderFieldSize
+            limits.maxHeaderListSize = configuration.httpDecoder.maxHeaderListSize
+            limits.maxHeaderFieldCount = configuration.httpDecoder.maxHeaderFieldCount
+            let pipeline = channel.pipeline.syncOperations
+            try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                                                     withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: logger))
+            try pipeline.addHandlers(configuration.additionalChannelHandlers())
+            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
         }
-        return base.setup(channel: channel, logger: logger)
     }
 
     /// Hummingbird's `handleHTTP` loop, except that each request runs in a task of its own and
@@ -50,7 +64,7 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
                             let closes = head.headerFields[.connection] == "close"
                             try await Task {
                                 let request = Request(head: head, body: RequestBody(asyncSequence: BodyParts(parts: parts)))
-                                try await base.responder(request, ResponseWriter(outbound: outbound), channel)
+                                try await responder(request, ResponseWriter(outbound: outbound), channel)
                             }.value
                             if closes { break }
                         }
@@ -122,7 +136,7 @@ struct BodyParts: AsyncSequence, Sendable {
 
 extension HTTPServerBuilder {
     /// HTTP/1.1 over ValidatorHTTPChannel.
-    static func validatorHTTP1(configuration: HTTP1Channel.Configuration) -> HTTPServerBuilder {
-        .init { responder in ValidatorHTTPChannel(responder: responder, configuration: configuration) }
+    static func validatorHTTP1(configuration: HTTP1Channel.Configuration, idleTimeout: Duration?) -> HTTPServerBuilder {
+        .init { responder in ValidatorHTTPChannel(responder: responder, configuration: configuration, idleTimeout: idleTimeout) }
     }
 }

@@ -212,6 +212,37 @@ struct PushLongPollTests {
     }
 }
 
+extension PushLongPollTests {
+    @Test("idle_timeout closes a connection without a request in progress (silent, or half a head), never a parked long-poll")
+    func idleTimeout() async throws {
+        let fixture = try await ValidatorFixture.make { $0.idleTimeoutSeconds = 1 }
+        // Setup in router mode: the live part uses only raw connections, which the timeout may close.
+        let id = try await fixture.application().test(.router) { testClient in
+            let client = APIClient(client: testClient)
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            return try #require(try await PushAPITests.open(client, fixture, "alice").string("id"))
+        }
+        try await Self.live(fixture) { _, port in
+            let silent = try RawHTTPConnection(port: port)
+            let slow = try RawHTTPConnection(port: port)
+            try slow.send("POST /v1/push/wait HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            // Parked three times as long as the idle timeout.
+            let waiting = try RawHTTPConnection(port: port)
+            try waiting.send(try Self.request("/v1/push/wait", ["id": id, "wait": 3], bearer: fixture.host))
+            #expect(try await silent.closedByServer(within: 10), "a connection that never sent a request stayed open")
+            #expect(try await slow.closedByServer(within: 10), "half a request head kept the connection open")
+            let answer = try await waiting.response()
+            #expect(answer.status == 200 && answer.json["id"] as? String == id && answer.json["state"] as? String == "pending", "\(answer.text)")
+            // The connection was not marked idle while parked: the next wait goes out on it at once.
+            try waiting.send(try Self.request("/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host))
+            let next = try await waiting.response()
+            #expect(next.status == 200 && next.json["state"] as? String == "pending", "\(next.text)")
+            // Answered, it is idle like any other connection.
+            #expect(try await waiting.closedByServer(within: 10), "an idle connection stayed open after its long-poll's answer")
+        }
+    }
+}
+
 /// A plain blocking HTTP/1.1 client on one TCP connection: requests written as given, responses
 /// read with Content-Length. Lets a test pipeline, hold and drop connections as it likes.
 final class RawHTTPConnection: @unchecked Sendable {
