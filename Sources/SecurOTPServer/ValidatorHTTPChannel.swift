@@ -58,24 +58,7 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         do {
             try await withTaskCancellationHandler {
                 try await asyncChannel.executeThenClose { inbound, outbound in
-                    let parts = RequestParts(inbound.makeAsyncIterator())
-                    do {
-                        while let head = try await parts.nextHead() {
-                            let closes = head.headerFields[.connection] == "close"
-                            try await Task {
-                                let request = Request(head: head, body: RequestBody(asyncSequence: BodyParts(parts: parts)))
-                                try await responder(request, ResponseWriter(outbound: outbound), channel)
-                            }.value
-                            if closes { break }
-                        }
-                    } catch is HTTPParserError {
-                        // As Hummingbird: a request that does not parse gets 400 and the connection closes.
-                        logger.debug("HTTP parse error, closing connection")
-                        try await outbound.write(.head(.init(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])))
-                        try await outbound.write(.end(nil))
-                    }
-                    outbound.finish()
-                    try await channel.closeFuture.get()
+                    try await serve(RequestParts(inbound.makeAsyncIterator()), outbound: outbound, channel: channel, logger: logger)
                 }
             } onCancel: {
                 channel.close(mode: .input, promise: nil)
@@ -83,6 +66,42 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         } catch {
             logger.trace("Failed to read/write to Channel. Error: \(error)")
         }
+    }
+
+    // serve, respond and badRequest are separate and not inlined: each async frame lives in the
+    // connection's task for as long as it is the deepest so far, so the frames that stay
+    // during the wait for the next head are kept small.
+    @inline(never)
+    private func serve(_ parts: RequestParts, outbound: NIOAsyncChannelOutboundWriter<HTTPResponsePart>, channel: any Channel, logger: Logger) async throws {
+        do {
+            while let head = try await parts.nextHead() {
+                let closes = head.headerFields[.connection] == "close"
+                try await respond(to: head, parts: parts, outbound: outbound, channel: channel).value
+                if closes { break }
+            }
+        } catch is HTTPParserError {
+            try await Self.badRequest(outbound, logger: logger)
+        }
+        outbound.finish()
+        try await channel.closeFuture.get()
+    }
+
+    /// The request's task: it reads the body and runs the responder.
+    @inline(never)
+    private func respond(to head: HTTPRequest, parts: RequestParts, outbound: NIOAsyncChannelOutboundWriter<HTTPResponsePart>,
+                         channel: any Channel) -> Task<Void, any Error> {
+        Task {
+            let request = Request(head: head, body: RequestBody(asyncSequence: BodyParts(parts: parts)))
+            try await responder(request, ResponseWriter(outbound: outbound), channel)
+        }
+    }
+
+    /// As Hummingbird: a request that does not parse gets 400 and the connection closes.
+    @inline(never)
+    private static func badRequest(_ outbound: NIOAsyncChannelOutboundWriter<HTTPResponsePart>, logger: Logger) async throws {
+        logger.debug("HTTP parse error, closing connection")
+        try await outbound.write(.head(.init(status: .badRequest, headerFields: [.connection: "close", .contentLength: "0"])))
+        try await outbound.write(.end(nil))
     }
 }
 
