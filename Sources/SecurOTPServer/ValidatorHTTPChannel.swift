@@ -116,16 +116,21 @@ final class RequestParts: @unchecked Sendable {
 
     init(_ iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator) { self.iterator = iterator }
 
-    /// The next request's head, after what the responder left of the current body; nil when the client is done.
+    /// The next request's head, after what the responder left of the current body; nil when the
+    /// client is done. One loop over the parts, not through nextBodyPart: the connection's task
+    /// keeps a slab for each level of its deepest call.
     func nextHead() async throws -> HTTPRequest? {
-        while try await nextBodyPart() != nil {}
-        switch try await iterator.next() {
-        case .head(let head):
-            bodyDone = false
-            return head
-        case nil: return nil
-        case .body, .end: throw UnexpectedPart()
+        while let part = try await iterator.next() {
+            switch part {
+            case .head(let head) where bodyDone:
+                bodyDone = false
+                return head
+            case .body where !bodyDone: continue
+            case .end where !bodyDone: bodyDone = true
+            case .head, .body, .end: throw UnexpectedPart()
+            }
         }
+        return nil
     }
 
     func nextBodyPart() async throws -> ByteBuffer? {
