@@ -81,6 +81,10 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             }
         } catch is HTTPParserError {
             try await Self.badRequest(outbound, logger: logger)
+        } catch is RequestParts.UnreadBody {
+            // The client goes on sending a body no route read (after an early 401 or 413): its
+            // answer is out; read no more, close once the answer is written.
+            channel.close(mode: .input, promise: nil)
         }
         outbound.finish()
         try await channel.closeFuture.get()
@@ -113,19 +117,28 @@ final class RequestParts: @unchecked Sendable {
     private var bodyDone = true
 
     struct UnexpectedPart: Error {}
+    /// More of a body than `maxUnreadBody` was left unread by the answered request.
+    struct UnreadBody: Error {}
+    /// What of a body the responder did not read is skipped to reach the next request, up to
+    /// this much (BodyLimit.host); past it the connection is closed instead.
+    static let maxUnreadBody = BodyLimit.host
 
     init(_ iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator) { self.iterator = iterator }
 
-    /// The next request's head, after what the responder left of the current body; nil when the
-    /// client is done. One loop over the parts, not through nextBodyPart: the connection's task
-    /// keeps a slab for each level of its deepest call.
+    /// The next request's head, after what the responder left of the current body (at most
+    /// `maxUnreadBody`, else UnreadBody); nil when the client is done. One loop over the parts,
+    /// not through nextBodyPart: the connection's task keeps a slab for each level of its
+    /// deepest call.
     func nextHead() async throws -> HTTPRequest? {
+        var skipped = 0
         while let part = try await iterator.next() {
             switch part {
             case .head(let head) where bodyDone:
                 bodyDone = false
                 return head
-            case .body where !bodyDone: continue
+            case .body(let buffer) where !bodyDone:
+                skipped += buffer.readableBytes
+                if skipped > Self.maxUnreadBody { throw UnreadBody() }
             case .end where !bodyDone: bodyDone = true
             case .head, .body, .end: throw UnexpectedPart()
             }
