@@ -92,8 +92,8 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
 /// Each connection's pipeline holds a LongPollHandler, where push long-polls wait, and closes
 /// after `idle_timeout` without a request in progress.
 func serverBuilder(_ configuration: DaemonConfiguration, polls: LongPolls) throws -> HTTPServerBuilder {
-    let http1 = HTTPServerBuilder.validatorHTTP1(configuration: .init(additionalChannelHandlers: [polls.handler()]),
-                                                 idleTimeout: .seconds(configuration.idleTimeoutSeconds))
+    let http1 = HTTPServerBuilder.validatorHTTP1(configuration: .init(additionalChannelHandlers: [polls.handler()],
+                                                                      idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds))))
     guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return http1 }
     var tls = TLSConfiguration.makeServerConfiguration(
         certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },

@@ -19,7 +19,6 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 
     let responder: HTTPChannelHandler.Responder
     let configuration: HTTP1Channel.Configuration
-    let idleTimeout: Duration?
 
     /// HTTP1Channel.setup's pipeline, with one change: the connection's state handler
     /// (Hummingbird's HTTPConnectionStateHandler: `idle_timeout`, closing on graceful shutdown)
@@ -40,6 +39,7 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                                                      withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
             try pipeline.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            let idleTimeout = configuration.idleTimeout.map { Duration.nanoseconds($0.nanoseconds) }
             try pipeline.addHandler(HTTPConnectionStateHandler(idleTimeout: idleTimeout, logger: logger))
             try pipeline.addHandlers(configuration.additionalChannelHandlers())
             return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
@@ -173,7 +173,7 @@ struct BodyParts: AsyncSequence, Sendable {
 
 extension HTTPServerBuilder {
     /// HTTP/1.1 over ValidatorHTTPChannel.
-    static func validatorHTTP1(configuration: HTTP1Channel.Configuration, idleTimeout: Duration?) -> HTTPServerBuilder {
-        .init { responder in ValidatorHTTPChannel(responder: responder, configuration: configuration, idleTimeout: idleTimeout) }
+    static func validatorHTTP1(configuration: HTTP1Channel.Configuration) -> HTTPServerBuilder {
+        .init { responder in ValidatorHTTPChannel(responder: responder, configuration: configuration) }
     }
 }
