@@ -23,21 +23,9 @@ public func buildApplication(configuration: DaemonConfiguration, service: any To
                                         logger.notice("metrics listening", metadata: ["metrics_listen": "\(boundAddress(channel) ?? "\(listen)")"])
                                     }, logger: logger))
     }
-    return Application(responder: RequestTask(responder: router.buildResponder()), server: try serverBuilder(configuration, polls: polls),
+    return Application(responder: router.buildResponder(), server: try serverBuilder(configuration, polls: polls),
                        configuration: .init(address: bindAddress(configuration.listen), serverName: "securotpd"), services: services,
                        onServerRunning: { channel in await onServerRunning(boundAddress(channel) ?? "\(configuration.listen)") }, logger: logger)
-}
-
-/// Runs each request in a task of its own. A connection's task keeps the task-allocator slabs
-/// of the deepest call it ever made (they are freed only when the task ends), so a connection
-/// that had run the router's chain once held ~33 KiB while it waited in a parked long-poll
-/// (LongPolls) or sat idle; a task per request gives them back when the answer is ready.
-struct RequestTask<Responder: HTTPResponder & Sendable>: HTTPResponder where Responder.Context: Sendable {
-    let responder: Responder
-
-    func respond(to request: Request, context: Responder.Context) async throws -> Response {
-        try await Task { try await responder.respond(to: request, context: context) }.value
-    }
 }
 
 func bindAddress(_ listen: DaemonConfiguration.Listen) -> BindAddress {
@@ -101,9 +89,11 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
 }
 
 /// HTTP/1.1, over TLS 1.2+ when a certificate is configured; mutual TLS with a client CA.
-/// Each connection's pipeline holds a LongPollHandler, where push long-polls wait.
+/// Each connection's pipeline holds a LongPollHandler, where push long-polls wait, and closes
+/// after `idle_timeout` without a request in progress.
 func serverBuilder(_ configuration: DaemonConfiguration, polls: LongPolls) throws -> HTTPServerBuilder {
-    let http1 = HTTPServerBuilder.http1(configuration: .init(additionalChannelHandlers: [polls.handler()]))
+    let http1 = HTTPServerBuilder.validatorHTTP1(configuration: .init(additionalChannelHandlers: [polls.handler()],
+                                                                      idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds))))
     guard let certificate = configuration.tlsCertificate, let key = configuration.tlsKey else { return http1 }
     var tls = TLSConfiguration.makeServerConfiguration(
         certificateChain: try NIOSSLCertificate.fromPEMFile(certificate).map { .certificate($0) },

@@ -57,6 +57,10 @@ public struct DaemonConfiguration: Sendable {
     public var push = PushPolicy()
     /// `push_waiters`: long-polls (hosts' and devices') held at once at most.
     public var maxPushWaiters = 10_000
+    /// `idle_timeout`: seconds a connection may sit without a request in progress (before its
+    /// first head, between requests, or dribbling one) before it is closed. A request being
+    /// answered — a parked long-poll too — is never cut by it.
+    public var idleTimeoutSeconds = 60
     /// Wake-up hooks (docs/push.md, "Wake-up hooks"): `push_hook_url` is POSTed ntfy style and
     /// `push_hook_command` run, without the number or the nonce, when a push request is stored.
     public var pushHookURL: PushHookURL?
@@ -71,7 +75,7 @@ public struct DaemonConfiguration: Sendable {
     public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
                                         "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level",
                                         "push_limit", "push_lifetime", "activation_lifetime", "device_pin", "device_pin_min", "device_pin_max",
-                                        "push_waiters", "push_hook_url", "push_hook_command", "public_url", "rate_limit_web"] + storeKeys.sorted()
+                                        "push_waiters", "idle_timeout", "push_hook_url", "push_hook_command", "public_url", "rate_limit_web"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
@@ -132,6 +136,7 @@ public struct DaemonConfiguration: Sendable {
         case "device_pin_min": push.pinMinLength = try integer(4...64)
         case "device_pin_max": push.pinMaxLength = try integer(4...64)
         case "push_waiters": maxPushWaiters = try integer(1...1_000_000)
+        case "idle_timeout": idleTimeoutSeconds = try integer(1...3600)
         case "push_hook_url":
             if value.isEmpty || value.lowercased() == "no" {
                 pushHookURL = nil

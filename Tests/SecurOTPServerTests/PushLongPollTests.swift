@@ -212,6 +212,73 @@ struct PushLongPollTests {
     }
 }
 
+extension PushLongPollTests {
+    @Test("idle_timeout closes a connection without a request in progress (silent, or half a head), never a parked long-poll")
+    func idleTimeout() async throws {
+        let fixture = try await ValidatorFixture.make { $0.idleTimeoutSeconds = 1 }
+        // Setup in router mode: the live part uses only raw connections, which the timeout may close.
+        let id = try await fixture.application().test(.router) { testClient in
+            let client = APIClient(client: testClient)
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            return try #require(try await PushAPITests.open(client, fixture, "alice").string("id"))
+        }
+        try await Self.live(fixture) { _, port in
+            let silent = try RawHTTPConnection(port: port)
+            let slow = try RawHTTPConnection(port: port)
+            try slow.send("POST /v1/push/wait HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            // Parked three times as long as the idle timeout.
+            let waiting = try RawHTTPConnection(port: port)
+            try waiting.send(try Self.request("/v1/push/wait", ["id": id, "wait": 3], bearer: fixture.host))
+            #expect(try await silent.closedByServer(within: 10), "a connection that never sent a request stayed open")
+            #expect(try await slow.closedByServer(within: 10), "half a request head kept the connection open")
+            let answer = try await waiting.response()
+            #expect(answer.status == 200 && answer.json["id"] as? String == id && answer.json["state"] as? String == "pending", "\(answer.text)")
+            // The connection was not marked idle while parked: the next wait goes out on it at once.
+            try waiting.send(try Self.request("/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host))
+            let next = try await waiting.response()
+            #expect(next.status == 200 && next.json["state"] as? String == "pending", "\(next.text)")
+            // Answered, it is idle like any other connection.
+            #expect(try await waiting.closedByServer(within: 10), "an idle connection stayed open after its long-poll's answer")
+        }
+    }
+}
+
+extension PushLongPollTests {
+    @Test("a request that does not parse is answered 400 and the connection closes (ValidatorHTTPChannel, as Hummingbird)")
+    func unparsable() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await Self.live(fixture) { _, port in
+            let connection = try RawHTTPConnection(port: port)
+            try connection.send("GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -1\r\n\r\n")
+            let answer = try await connection.response()
+            #expect(answer.status == 400 && answer.headers["connection"] == "close", "\(answer.status) \(answer.headers)")
+            #expect(try await connection.closedByServer(), "the connection stayed open after a request that does not parse")
+        }
+    }
+}
+
+extension PushLongPollTests {
+    @Test("a body no route reads is skipped up to 64 KiB to reach the next request; past that the connection closes after the answer")
+    func unreadBody() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await Self.live(fixture) { _, port in
+            // Refused before its body is read (no credential): a small body is skipped, the connection goes on.
+            let small = try RawHTTPConnection(port: port)
+            try small.send("POST /v1/preflight HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n" + String(repeating: "x", count: 1000))
+            #expect(try await small.response().status == 401)
+            try small.send(try Self.request("/v1/preflight", ["user": "alice"], bearer: "sotp_h_unknown"))
+            #expect(try await small.response().status == 401, "the connection did not go on after a small unread body")
+            // A large one keeps coming: not read to its end, the connection closes after the answer.
+            let large = try RawHTTPConnection(port: port)
+            try large.send("POST /v1/preflight HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000000\r\n\r\n")
+            try large.send(String(repeating: "x", count: 256 * 1024))
+            let answer = try await large.response()
+            #expect(answer.status == 401 || answer.status == 413, "\(answer.status) \(answer.text)")
+            #expect(try await large.closedByServer(within: 10), "the server went on reading a body nobody reads")
+        }
+    }
+}
+
 /// A plain blocking HTTP/1.1 client on one TCP connection: requests written as given, responses
 /// read with Content-Length. Lets a test pipeline, hold and drop connections as it likes.
 final class RawHTTPConnection: @unchecked Sendable {

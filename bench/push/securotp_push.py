@@ -26,8 +26,10 @@ returned the approval; t_done = the host verified it and the result report was a
   idle   N logins one at a time, nothing else open.
   load   M logins held waiting (each: POST /v1/push, then /v1/push/wait re-issued every 25 s,
          one connection each; an expired request is opened again, as the next login would);
-         securotpd's RSS (/proc/PID/status) before and with them, its CPU over 10 s while they
-         wait (/proc/PID/stat), then L measured logins one at a time while they keep waiting.
+         securotpd's RSS (/proc/PID/status) before and with them (once it holds still, and
+         again after the CPU window; --pid must be the daemon itself, the row names it), its CPU
+         over 10 s while they wait (/proc/PID/stat), then L measured logins one at a time while
+         they keep waiting.
   --device web: the devices are phones' passkeys instead of securotp-authenticator (enrolled
   from `device add` with web: true, signed in by an assertion, approving with a webauthn.get
   assertion at --origin, securotpd's public_url), as webapp/app.js does in the browser.
@@ -607,6 +609,11 @@ async def main_async(args):
         print(f"securotp_push: {args.waiting} more devices activated ({time.monotonic() - t:.1f} s)", file=sys.stderr)
         await asyncio.sleep(2)
         rss_before, threads_before = rss_mb(pid), int(proc_status(pid)["Threads"])
+        # The figure is the daemon's own RSS: --pid must be the daemon, not a wrapper around it.
+        name = proc_status(pid)["Name"]
+        if args.peer.startswith("securotpd") and name != "securotpd":
+            print(f"securotp_push: warning: --pid {pid} is {name!r}, not securotpd: its RSS is not the daemon's",
+                  file=sys.stderr)
         # The waiting logins live in a process of their own, so that their traffic (every wait
         # re-issued each 25 s) does not delay the measured logins in this process's event loop.
         ctx = multiprocessing.get_context("spawn")
@@ -618,18 +625,29 @@ async def main_async(args):
         if counters["errors"]:
             print(f"securotp_push: {counters['errors']} waiting logins failed: {counters.get('first_error')}",
                   file=sys.stderr)
-        await asyncio.sleep(3)  # every wait is outstanding, the opening burst is over
+        # Every wait is outstanding and the opening burst is over: at least 3 s, then until the
+        # daemon's RSS holds still (two samples 1 s apart within 0.5 MB; at most 30 s more).
+        await asyncio.sleep(3)
+        settled, previous = rss_mb(pid), 0.0
+        for _ in range(30):
+            if abs(settled - previous) < 0.5:
+                break
+            previous = settled
+            await asyncio.sleep(1)
+            settled = rss_mb(pid)
         c0, w0 = cpu_seconds(pid), time.monotonic()
         await asyncio.sleep(10)
         idle_cpu_pct = 100 * (cpu_seconds(pid) - c0) / (time.monotonic() - w0)
-        rss_waiting, status = rss_mb(pid), proc_status(pid)
+        # Read at the end of the 10 s: rss_settled_mb (at its start) shows it held still.
+        rss_waiting, status, fds_waiting = rss_mb(pid), proc_status(pid), len(os.listdir(f"/proc/{pid}/fd"))
         results = await bench.measured_logins(samples, args.load_logins, args.warmup, "load")
         rss_after = rss_mb(pid)
         parent_end.send("stop")
         message, counters, _ = await loop.run_in_executor(None, parent_end.recv)
         holder.join(10)
         print(f"peer={args.peer} phase=load waiting={counters['open']} {summary(results)} "
-              f"rss_before_mb={rss_before:.1f} rss_waiting_mb={rss_waiting:.1f} rss_after_mb={rss_after:.1f} "
+              f"process={status['Name']} rss_before_mb={rss_before:.1f} rss_settled_mb={settled:.1f} "
+              f"rss_waiting_mb={rss_waiting:.1f} rss_after_mb={rss_after:.1f} fds_waiting={fds_waiting} "
               f"rss_hwm_mb={int(status['VmHWM'].split()[0]) / 1024:.1f} threads_before={threads_before} "
               f"threads_waiting={status['Threads']} idle_cpu_pct={idle_cpu_pct:.2f} open_s={open_seconds:.1f} "
               f"reopened={counters['reopened']} expired={counters.get('expired', 0)} "
