@@ -53,10 +53,10 @@ struct List: ContextCommand {
         }
     }
 
-    /// FIDO credentials (docs/fido.md): from the local store, or with `--server` one user's from
-    /// the validator (`GET /v1/users/{user}/fido`; the API lists them per user).
+    /// FIDO credentials (docs/fido.md): from the local store, or with `--server` or `--database`
+    /// one user's through the service (`GET /v1/users/{user}/fido`; the service lists them per user).
     private func fidoCredentials(_ context: CommandContext) async throws -> [(user: String, credential: FidoCredential)] {
-        if context.isRemote, let user {
+        if context.fidoThroughService, let user {
             return try await context.fidoCredentials(user: user).map { (user, $0) }
         }
         guard case .local = context.target, FileManager.default.fileExists(atPath: context.settings.paths.database) else { return [] }
