@@ -41,6 +41,14 @@ extension PostgresTokenService {
         // One read of the user's policy for every verification (MethodRules); a refused
         // passcode is then decided like any other, against no token.
         call.passcodeRefusal = MethodRules.refusal(.otp, try await loginMethods(user: call.user, caller: caller))
+        // Offline codes are passcodes: the host's reservations for the user go with otp
+        // (docs/design.md, "Login methods in remote mode").
+        if call.passcodeRefusal != nil {
+            let (host, user) = (caller.name, call.user)
+            try await run("dropping \(host)'s offline codes of \(user)") { connection in
+                try await connection.query("DELETE FROM offline_grants WHERE host = \(host) AND \"user\" = \(user)", logger: self.logger)
+            }
+        }
         if call.readsTokensOnly, let response = try await verifyInBatch(call) {
             return response
         }

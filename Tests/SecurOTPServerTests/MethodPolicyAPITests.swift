@@ -162,6 +162,28 @@ struct MethodPolicyAPITests {
         }
     }
 
+    @Test("A passcode refused by a policy without otp drops the host's offline codes of the user, not other users' or hosts'",
+          arguments: Backend.allCases)
+    func refusedOTPDropsOfflineCodes(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let created = try await client.call(.post, "/v1/hosts", ["name": "laptop", "offline_codes": 4], bearer: fixture.admin)
+            let laptop = try #require(created.string("credential"), "\(created.text)")
+            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice", ["kind": "hotp"])
+            let (bobSecret, _) = try await HostAPITests.enroll(client, fixture, "bob", ["kind": "hotp"])
+            for (user, seed) in [("alice", secret), ("bob", bobSecret)] {
+                let online = try await client.call(.post, "/v1/verify", ["user": user, "passcode": Codes.hotp(seed, counter: 0)], bearer: laptop)
+                #expect(online.string("result") == "accept" && online["offline"] != nil, "\(online.text)")
+            }
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "2")
+            try Self.setPolicy(fixture, "alice", "push,fido")
+            let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.hotp(secret, counter: 1)], bearer: laptop)
+            #expect(refused.string("result") == "reject", "\(refused.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants WHERE \"user\" = 'alice'") == "0", "alice's reservations dropped")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants WHERE \"user\" = 'bob'") == "1", "bob's kept")
+        }
+    }
+
     @Test("A FIDO challenge offers nothing to a user whose methods leave out fido, as to a user without a key; audited")
     func fidoRefused() async throws {
         let fixture = try await ValidatorFixture.make()

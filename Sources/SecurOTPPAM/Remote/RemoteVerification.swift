@@ -91,6 +91,8 @@ struct RemoteVerification: PasscodeCheck {
             }
             return skipOrFinish(failed(error, during: "preflight"))
         }
+        // A policy without otp (or with no method left) also ends this host's offline codes.
+        if preflight.noMethods || !(preflight.methods?.allows(.otp) ?? true) { offline.discard() }
         if login.settings.nullok, login.known, !preflight.hasTokens, !preflight.push, !preflight.fido {
             session.debugLog("user \(login.shownUser) has no token (validator); nullok: ignoring")
             return .finish(PAM_IGNORE)

@@ -79,6 +79,8 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             // The same store work for every user: the policy is read, then the tokens.
             call.passcodeRefusal = MethodRules.refusal(.otp, try Self.loginMethods(store, user: call.user, global: globalMethods))
+            // Offline codes are passcodes: the host's reservations for the user go with otp.
+            if call.passcodeRefusal != nil { try tables.dropReservations(host: call.caller.name, user: call.user) }
             return try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
         }
     }
