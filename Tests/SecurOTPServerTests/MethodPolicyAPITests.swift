@@ -184,6 +184,30 @@ struct MethodPolicyAPITests {
         }
     }
 
+    @Test("Preflight for a user whose methods leave out otp issues no OCRA challenge (none charged) and offers no push when push is left out",
+          arguments: Backend.allCases)
+    func preflightFollowsMethods(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            _ = try await HostAPITests.enroll(client, fixture, "olga", ["kind": "ocra", "suite": OCRAChallengeAPITests.suite])
+            try Self.setPolicy(fixture, "olga", "push,fido")
+            let noOTP = try await client.call(.post, "/v1/preflight", ["user": "olga"], bearer: fixture.host)
+            #expect(noOTP.status == 200 && noOTP["ocra_challenge"] == nil, "\(noOTP.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM challenges") == "0", "no challenge stored")
+            try Self.setPolicy(fixture, "olga", "otp")
+            let withOTP = try await client.call(.post, "/v1/preflight", ["user": "olga"], bearer: fixture.host)
+            #expect(withOTP["ocra_challenge"] is [String: Any], "otp allowed again: \(withOTP.text)")
+
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            try Self.setPolicy(fixture, "alice", "otp")
+            let noPush = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(noPush.status == 200 && noPush["push"] == nil, "push left out: \(noPush.text)")
+            try Self.setPolicy(fixture, "alice", "push,otp")
+            let withPush = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(withPush["push"] as? Bool == true, "\(withPush.text)")
+        }
+    }
+
     @Test("A FIDO challenge offers nothing to a user whose methods leave out fido, as to a user without a key; audited")
     func fidoRefused() async throws {
         let fixture = try await ValidatorFixture.make()

@@ -29,8 +29,10 @@ struct HostRoutes {
             let (caller, allowed) = try await admit(body.user, context: context, action: "preflight", countsAgainstUser: false)
             var answer = try await service.preflight(body, caller: caller)
             guard allowed else { return JSONResponse(Self.outOfScopePreflight) }
-            // Additive: absent unless push approval is possible (docs/push.md).
-            if let devices = push.devices, try await devices.pushAvailable(user: body.user) { answer.push = true }
+            // Additive: absent unless push approval is possible (docs/push.md) and among the
+            // user's methods (a refused push looks like no device).
+            let pushAllowed = answer.methods.map { $0.contains(LoginMethod.push.rawValue) } ?? true
+            if pushAllowed, let devices = push.devices, try await devices.pushAvailable(user: body.user) { answer.push = true }
             return JSONResponse(answer)
         }
         addPush(to: group)
