@@ -142,6 +142,8 @@ struct MethodPolicyAPITests {
             let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": response, "push_id": offered.id],
                                                 bearer: fixture.host)
             #expect(refused.string("result") == "reject", "\(refused.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT state FROM push_requests WHERE id = '\(offered.id)'") == "cancelled",
+                    "the request is withdrawn, so it cannot be approved later on the phone")
             let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
             #expect(audit.text.contains("push offline"), "\(audit.text)")
         }

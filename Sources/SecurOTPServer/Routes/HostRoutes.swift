@@ -45,9 +45,14 @@ struct HostRoutes {
             // offline response; if not, the request is cancelled and the answer is a passcode.
             // An offline response is typed like a passcode: only for a user who may use otp
             // (else the passcode verification below refuses it as for a user without a token).
-            if body.pushId != nil, try await service.methodCheck(.otp, user: body.user, caller: caller, action: "push offline").refusal == nil,
-               let accepted = try await push.verifyOffline(body, caller: caller) {
-                return JSONResponse(counted(accepted))
+            if let pushID = body.pushId {
+                if try await service.methodCheck(.otp, user: body.user, caller: caller, action: "push offline").refusal == nil {
+                    if let accepted = try await push.verifyOffline(body, caller: caller) { return JSONResponse(counted(accepted)) }
+                } else {
+                    // Withdrawn all the same (as verifyOffline would), so that it cannot be
+                    // approved later on the phone; an unknown id changes nothing here either.
+                    _ = try? await push.cancel(PushCancelRequest(id: pushID), caller: caller)
+                }
             }
             // The store checks otp against the user's methods itself (MethodRules), in the
             // verification's own read.
