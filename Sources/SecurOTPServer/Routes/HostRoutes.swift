@@ -72,7 +72,7 @@ struct HostRoutes {
         group.post("push") { request, context in
             let body = try await request.decode(as: PushOpenRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "push", countsAgainstUser: true)
-            guard allowed else { throw ServiceError(.conflict, "\(body.user) has no active device for push approval") }
+            guard allowed else { throw ServiceError(.conflict, PushDecisions.noActiveDevice(user: body.user).message) }
             // Push not among the user's methods: the refusal of a user without a device (audited).
             let check = try await service.methodCheck(.push, user: body.user, caller: caller, action: "push")
             guard check.refusal == nil else { throw ServiceError(.conflict, PushDecisions.noActiveDevice(user: body.user).message) }
@@ -132,11 +132,9 @@ struct HostRoutes {
     /// The challenge of a user without a credential for the host's origin: a fresh id and
     /// client data hash, nothing offered, nothing stored; a bad origin refused as the store would.
     private static func noCredentialOffered(_ body: FidoChallengeRequest, caller: Caller) throws -> FidoChallengeResponse {
-        guard !body.origin.isEmpty, body.origin.utf8.count <= 255, (body.appid?.utf8.count ?? 0) <= 255 else {
-            throw ServiceError(.invalidInput, "origin must be 1 to 255 characters, appid at most 255")
-        }
+        let user = try FidoDecisions.challengeUser(body)
         do throws(StoreError) {
-            return try FidoDecisions.offer(user: body.user, host: caller.name, credentials: [], origin: body.origin, appID: body.appid,
+            return try FidoDecisions.offer(user: user, host: caller.name, credentials: [], origin: body.origin, appID: body.appid,
                                            locked: false, now: Int64(Date.now.timeIntervalSince1970)).1
         } catch {
             throw ServiceError(error)
