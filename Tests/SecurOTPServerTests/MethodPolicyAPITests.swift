@@ -18,6 +18,13 @@ struct MethodPolicyAPITests {
             """)
     }
 
+    /// A host "laptop" that keeps 4 offline codes (its credential) and an HOTP token of `user` (its seed).
+    static func laptopWithHOTP(_ client: APIClient, _ fixture: ValidatorFixture, _ user: String) async throws -> (laptop: String, secret: String) {
+        let created = try await client.call(.post, "/v1/hosts", ["name": "laptop", "offline_codes": 4], bearer: fixture.admin)
+        let laptop = try #require(created.string("credential"), "\(created.text)")
+        return (laptop, try await HostAPITests.enroll(client, fixture, user, ["kind": "hotp"]).secret)
+    }
+
     static func clearPolicy(_ fixture: ValidatorFixture, _ user: String) throws {
         _ = try PushAPITests.sql(fixture, "DELETE FROM method_policies WHERE subject = '\(user)'")
     }
@@ -154,9 +161,7 @@ struct MethodPolicyAPITests {
     func noOfflineCodesWithoutOTP(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
-            let created = try await client.call(.post, "/v1/hosts", ["name": "laptop", "offline_codes": 4], bearer: fixture.admin)
-            let laptop = try #require(created.string("credential"), "\(created.text)")
-            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice", ["kind": "hotp"])
+            let (laptop, secret) = try await Self.laptopWithHOTP(client, fixture, "alice")
             try Self.setPolicy(fixture, "alice", "push,fido")
             let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.hotp(secret, counter: 0)], bearer: laptop)
             #expect(refused.string("result") == "reject" && refused["offline"] == nil, "\(refused.text)")
@@ -169,9 +174,7 @@ struct MethodPolicyAPITests {
     func refusedOTPDropsOfflineCodes(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
-            let created = try await client.call(.post, "/v1/hosts", ["name": "laptop", "offline_codes": 4], bearer: fixture.admin)
-            let laptop = try #require(created.string("credential"), "\(created.text)")
-            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice", ["kind": "hotp"])
+            let (laptop, secret) = try await Self.laptopWithHOTP(client, fixture, "alice")
             let (bobSecret, _) = try await HostAPITests.enroll(client, fixture, "bob", ["kind": "hotp"])
             for (user, seed) in [("alice", secret), ("bob", bobSecret)] {
                 let online = try await client.call(.post, "/v1/verify", ["user": user, "passcode": Codes.hotp(seed, counter: 0)], bearer: laptop)
