@@ -80,6 +80,7 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     case fidoOnlyKeysUnusable = "SOTP-M088"
     case fidoValidatorNoChallenge = "SOTP-M089"
     case fidoValidatorNoCheck = "SOTP-M090"
+    case offlineCodesDropped = "SOTP-M091"
 }
 
 /// Why a CLI (securotp, securotp-authenticator, securotpd at start-up) ended with an error:

@@ -16,12 +16,14 @@ extension PostgresTokenService {
             (try await self.tokens(user: user, connection).filter(\.isActive), try await !self.fidoCredentials(user: user, connection).isEmpty)
         }
         var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
-        // A cloned credential counts too, as on SQLite (LocalTokenService.addFidoAndMethods):
-        // such a user is asked for the key and denied, never let through by `nullok`.
+        // A cloned credential counts too, as on SQLite (LocalTokenService.preflight): such a
+        // user is asked for the key and denied, never let through by `nullok`.
         if hasFido { preflight.fido = true }
-        preflight.methods = MethodRules.preflightMethods(try await loginMethods(user: user, groups: groups))
+        let methods = try await loginMethods(user: user, groups: groups)
+        preflight.methods = MethodRules.preflightMethods(methods)
         let response = preflight
-        guard issuesChallenge else { return response }
+        // Without otp no OCRA challenge is issued (nor charged), as for a user without one.
+        guard issuesChallenge, MethodRules.refusal(.otp, methods) == nil else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under
         // the user's lock, and stored for the verification that answers it.
         return try await transaction("issuing an OCRA challenge to \(user)") { connection in
@@ -41,6 +43,14 @@ extension PostgresTokenService {
         // One read of the user's policy for every verification (MethodRules); a refused
         // passcode is then decided like any other, against no token.
         call.passcodeRefusal = MethodRules.refusal(.otp, try await loginMethods(user: call.user, caller: caller))
+        // Offline codes are passcodes: the host's reservations for the user go with otp
+        // (docs/design.md, "Login methods in remote mode").
+        if call.passcodeRefusal != nil {
+            let (host, user) = (caller.name, call.user)
+            try await run("dropping \(host)'s offline codes of \(user)") { connection in
+                try await connection.query("DELETE FROM offline_grants WHERE host = \(host) AND \"user\" = \(user)", logger: self.logger)
+            }
+        }
         if call.readsTokensOnly, let response = try await verifyInBatch(call) {
             return response
         }

@@ -291,6 +291,19 @@ public struct OfflineCacheDirectory {
         return cache
     }
 
+    /// Deletes the user's cache, whatever it holds (also a file that fails its MAC); true when
+    /// there was one. Call it holding the lock (withLock).
+    public func remove(user: String) throws(StoreError) -> Bool {
+        let file = file(for: user)
+        guard unlink(file) == 0 else {
+            let code = securotp_errno()
+            if code == ENOENT { return false }
+            throw StoreError(.system, "cannot delete \(file): \(String(cString: strerror(code)))")
+        }
+        FileSecurity.syncDirectory(of: file)
+        return true
+    }
+
     /// Writes the user's cache durably (temp file, fsync, rename, fsync the directory); an
     /// empty cache without news for the validator removes the file.
     public func save(_ cache: OfflineCache, user: String, pepper: [UInt8]) throws(StoreError) {

@@ -75,6 +75,27 @@ struct RemoteOfflineTests {
         _ = try again.stop()
     }
 
+    @Test("A policy that leaves out otp deletes the user's cached offline codes at the next preflight: cutting the host off brings none back")
+    func policyWithoutOTPDeletesCache() throws {
+        let laptop = try RemoteOfflineTests.Laptop()
+        let box = laptop.world.box
+        let validator = try laptop.world.start()
+        let online = try laptop.service("online", validator.url)
+        #expect(try box.login(online, "root", [laptop.code(0)]).status == PAM.success)
+        #expect(laptop.lines("code ").count == 4, "\(laptop.cache())")
+
+        #expect(try laptop.world.cli(["policy", "root", "--methods", "push"]).status == 0)
+        let refused = try box.login(online, "root", [laptop.code(1)])
+        #expect(refused.status == PAM.authError, "otp left out: \(refused)")
+        #expect(!FileManager.default.fileExists(atPath: laptop.cacheFile), "deleted: \(laptop.cache())")
+        _ = try validator.stop()
+
+        let down = try laptop.service("down", "https://127.0.0.1:\(try SilentListener.closedPort())")
+        for counter: UInt64 in 1...4 {
+            #expect(try box.login(down, "root", [laptop.code(counter)]).status != PAM.success, "no cached code \(counter) once otp is gone")
+        }
+    }
+
     @Test("Down: wrong offline codes lock the cache; an edited or copied cache is refused and failmode decides")
     func lockAndTamper() throws {
         let laptop = try Laptop(count: 3)

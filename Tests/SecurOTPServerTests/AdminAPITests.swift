@@ -5,6 +5,23 @@ import Testing
 /// What admins see: every securotp operation over the API, and who may call what.
 @Suite("Validator API: administration and access")
 struct AdminAPITests {
+    @Test("A user name with `@`, percent-encoded in the path as securotp --server sends it, is the same name on every users/:user route")
+    func percentEncodedUser() async throws {
+        let fixture = try await ValidatorFixture.make()
+        try await fixture.withClient { client in
+            let (_, serial) = try await HostAPITests.enroll(client, fixture, "alice%40corp", ["kind": "hotp"])
+            #expect(try PushAPITests.sql(fixture, "SELECT user FROM tokens") == "alice@corp", "stored as a local enroll stores it")
+            let renamed = try await client.call(.patch, "/v1/users/alice%40corp/tokens/\(serial)", ["nickname": "key"], bearer: fixture.admin)
+            #expect(renamed.status == 204 || renamed.status == 200, "\(renamed.text)")
+            let preflight = try await client.call(.post, "/v1/preflight", ["user": "alice@corp"], bearer: fixture.host)
+            #expect(preflight["has_tokens"] as? Bool == true, "\(preflight.text)")
+            let reset = try await client.call(.delete, "/v1/users/alice%40corp/tokens", bearer: fixture.admin)
+            #expect(reset["removed"] as? Int == 1, "\(reset.text)")
+            let bad = try await client.call(.delete, "/v1/users/alice%4/tokens", bearer: fixture.admin)
+            #expect(bad.status == 400, "\(bad.text)")
+        }
+    }
+
     @Test("Credentials: none, malformed, revoked and the wrong kind are refused before any route runs", arguments: Backend.allCases)
     func credentials(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)

@@ -18,6 +18,13 @@ struct MethodPolicyAPITests {
             """)
     }
 
+    /// A host "laptop" that keeps 4 offline codes (its credential) and an HOTP token of `user` (its seed).
+    static func laptopWithHOTP(_ client: APIClient, _ fixture: ValidatorFixture, _ user: String) async throws -> (laptop: String, secret: String) {
+        let created = try await client.call(.post, "/v1/hosts", ["name": "laptop", "offline_codes": 4], bearer: fixture.admin)
+        let laptop = try #require(created.string("credential"), "\(created.text)")
+        return (laptop, try await HostAPITests.enroll(client, fixture, user, ["kind": "hotp"]).secret)
+    }
+
     static func clearPolicy(_ fixture: ValidatorFixture, _ user: String) throws {
         _ = try PushAPITests.sql(fixture, "DELETE FROM method_policies WHERE subject = '\(user)'")
     }
@@ -142,6 +149,8 @@ struct MethodPolicyAPITests {
             let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": response, "push_id": offered.id],
                                                 bearer: fixture.host)
             #expect(refused.string("result") == "reject", "\(refused.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT state FROM push_requests WHERE id = '\(offered.id)'") == "cancelled",
+                    "the request is withdrawn, so it cannot be approved later on the phone")
             let audit = try await client.call(.get, "/v1/audit?user=alice", bearer: fixture.admin)
             #expect(audit.text.contains("push offline"), "\(audit.text)")
         }
@@ -152,13 +161,55 @@ struct MethodPolicyAPITests {
     func noOfflineCodesWithoutOTP(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
-            let created = try await client.call(.post, "/v1/hosts", ["name": "laptop", "offline_codes": 4], bearer: fixture.admin)
-            let laptop = try #require(created.string("credential"), "\(created.text)")
-            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice", ["kind": "hotp"])
+            let (laptop, secret) = try await Self.laptopWithHOTP(client, fixture, "alice")
             try Self.setPolicy(fixture, "alice", "push,fido")
             let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.hotp(secret, counter: 0)], bearer: laptop)
             #expect(refused.string("result") == "reject" && refused["offline"] == nil, "\(refused.text)")
             #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "0", "codes reserved for the host")
+        }
+    }
+
+    @Test("A passcode refused by a policy without otp drops the host's offline codes of the user, not other users' or hosts'",
+          arguments: Backend.allCases)
+    func refusedOTPDropsOfflineCodes(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let (laptop, secret) = try await Self.laptopWithHOTP(client, fixture, "alice")
+            let (bobSecret, _) = try await HostAPITests.enroll(client, fixture, "bob", ["kind": "hotp"])
+            for (user, seed) in [("alice", secret), ("bob", bobSecret)] {
+                let online = try await client.call(.post, "/v1/verify", ["user": user, "passcode": Codes.hotp(seed, counter: 0)], bearer: laptop)
+                #expect(online.string("result") == "accept" && online["offline"] != nil, "\(online.text)")
+            }
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "2")
+            try Self.setPolicy(fixture, "alice", "push,fido")
+            let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.hotp(secret, counter: 1)], bearer: laptop)
+            #expect(refused.string("result") == "reject", "\(refused.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants WHERE \"user\" = 'alice'") == "0", "alice's reservations dropped")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants WHERE \"user\" = 'bob'") == "1", "bob's kept")
+        }
+    }
+
+    @Test("Preflight for a user whose methods leave out otp issues no OCRA challenge (none charged) and offers no push when push is left out",
+          arguments: Backend.allCases)
+    func preflightFollowsMethods(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            _ = try await HostAPITests.enroll(client, fixture, "olga", ["kind": "ocra", "suite": OCRAChallengeAPITests.suite])
+            try Self.setPolicy(fixture, "olga", "push,fido")
+            let noOTP = try await client.call(.post, "/v1/preflight", ["user": "olga"], bearer: fixture.host)
+            #expect(noOTP.status == 200 && noOTP["ocra_challenge"] == nil, "\(noOTP.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM challenges") == "0", "no challenge stored")
+            try Self.setPolicy(fixture, "olga", "otp")
+            let withOTP = try await client.call(.post, "/v1/preflight", ["user": "olga"], bearer: fixture.host)
+            #expect(withOTP["ocra_challenge"] is [String: Any], "otp allowed again: \(withOTP.text)")
+
+            _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
+            try Self.setPolicy(fixture, "alice", "otp")
+            let noPush = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(noPush.status == 200 && noPush["push"] == nil, "push left out: \(noPush.text)")
+            try Self.setPolicy(fixture, "alice", "push,otp")
+            let withPush = try await client.call(.post, "/v1/preflight", ["user": "alice"], bearer: fixture.host)
+            #expect(withPush["push"] as? Bool == true, "\(withPush.text)")
         }
     }
 

@@ -45,7 +45,7 @@ public final class MemoryTokenService: TokenService, @unchecked Sendable {
             let active = backend.rows.tokens.values.filter { $0.row.user == user && $0.row.state == TokenRecord.active }
                 .compactMap { TokenRecord(row: $0.row) }
             return try backend.preflight(user: user, caller: caller, engine: backend.engine, policy: settings.policy, active: active,
-                                         now: Self.now())
+                                         passcodesAllowed: true, now: Self.now())
         }
     }
 

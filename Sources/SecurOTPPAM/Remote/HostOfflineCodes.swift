@@ -83,6 +83,23 @@ struct HostOfflineCodes {
         }
     }
 
+    /// The validator's policy leaves otp out of the user's methods: offline codes are passcodes,
+    /// so the user's cache on this host goes, lest cutting the host off bring them back
+    /// (docs/design.md, "Login methods in remote mode"). Codes used offline are not reported
+    /// any more: the validator dropped this host's reservations when it refused otp.
+    func discard() {
+        do throws(StoreError) {
+            let removed = try caches.withLock(create: false) { (exists) throws(StoreError) -> Bool in
+                exists ? try caches.remove(user: user) : false
+            }
+            if removed {
+                session.log(.offlineCodesDropped, LOG_NOTICE, "the validator's policy leaves otp out of \(login.shownUser)'s methods; deleted the offline codes on this host")
+            }
+        } catch {
+            session.log(.offlineCodesUnusable, LOG_ERR, "offline codes of \(login.shownUser) could not be deleted: \(error.message)")
+        }
+    }
+
     /// After an online answer: the usage sent was withdrawn by the validator, an accepted
     /// login clears the offline failures, and fresh codes join the cache.
     func keep(_ answer: VerifyAnswer, reported: [OfflineCache.Usage]) {

@@ -72,11 +72,18 @@ struct RemoteVerification: PasscodeCheck {
         self.client = client
         let offline = HostOfflineCodes(login: login, caches: OfflineCacheDirectory(login.settings), pepper: client.pepper)
         self.offline = offline
+        // Never a bare 413 from the validator: a clear line here instead (fail closed, as
+        // leaving a group out could only widen the user's methods).
+        guard let body = Self.preflightBody(user: login.user, groups: groups) else {
+            session.log(.validatorRefusedRequest, LOG_ERR, """
+                the preflight for \(login.shownUser) would name \(groups.count) groups, more bytes than the validator takes \
+                (\(Self.maxRequestBytes)); denying. Shorten the user's group names or groups (docs/design.md, "Login methods in remote mode")
+                """)
+            return .finish(PAM_AUTH_ERR)
+        }
         let preflight: PreflightAnswer
         do throws(ValidatorFailure) {
-            var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user))]
-            if !groups.isEmpty { fields.append((key: "groups", value: .texts(groups))) }
-            let json = try client.post("/v1/preflight", JSONWriter.object(fields))
+            let json = try client.post("/v1/preflight", body)
             guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
             preflight = answer
         } catch {
@@ -91,6 +98,8 @@ struct RemoteVerification: PasscodeCheck {
             }
             return skipOrFinish(failed(error, during: "preflight"))
         }
+        // A policy without otp (or with no method left) also ends this host's offline codes.
+        if preflight.noMethods || !(preflight.methods?.allows(.otp) ?? true) { offline.discard() }
         if login.settings.nullok, login.known, !preflight.hasTokens, !preflight.push, !preflight.fido {
             session.debugLog("user \(login.shownUser) has no token (validator); nullok: ignoring")
             return .finish(PAM_IGNORE)
@@ -195,6 +204,17 @@ struct RemoteVerification: PasscodeCheck {
         }
         let prompt = (self.challenge.map { "Challenge \($0). " } ?? "") + approve
         return .deviceApproval(request: opened.id, number: challenge.number, expires: opened.expires, prompt: prompt)
+    }
+
+    /// The most a host request may carry: securotpd's BodyLimit.host (keep them equal).
+    static let maxRequestBytes = 64 * 1024
+
+    /// The preflight's body, with the user's groups; nil when larger than the validator takes.
+    static func preflightBody(user: String, groups: [String]) -> SecretBytes? {
+        var fields: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(user))]
+        if !groups.isEmpty { fields.append((key: "groups", value: .texts(groups))) }
+        let body = JSONWriter.object(fields)
+        return body.count <= maxRequestBytes ? body : nil
     }
 
     private func skipOrFinish(_ code: Int32) -> Preparation {

@@ -7,6 +7,7 @@ struct BodyLimit: RouterMiddleware {
     typealias Context = ValidatorRequestContext
 
     /// Host requests: far above any real one, far below anything that costs memory or disk.
+    /// The module checks its preflight against the same number (RemoteVerification.maxRequestBytes).
     static let host = 64 * 1024
 
     let bytes: Int

@@ -101,7 +101,7 @@ struct AdminRoutes {
                 JSONResponse(try await service.credentials(kind: kind, caller: try context.requireCaller()))
             }
             group.delete(RouterPath(stringLiteral: "\(path)/:name")) { _, context in
-                try await service.revokeCredential(kind: kind, name: try context.parameters.require("name"), caller: try context.requireCaller())
+                try await service.revokeCredential(kind: kind, name: try context.pathParameter("name"), caller: try context.requireCaller())
                 return NoContent()
             }
         }
@@ -112,11 +112,8 @@ struct AdminRoutes {
         }
     }
 
-    private func user(_ context: ValidatorRequestContext) throws -> String { try context.parameters.require("user") }
-    private func serial(_ context: ValidatorRequestContext) throws -> String { try context.parameters.require("serial") }
+    private func user(_ context: ValidatorRequestContext) throws -> String { try context.pathParameter("user") }
+    private func serial(_ context: ValidatorRequestContext) throws -> String { try context.pathParameter("serial") }
     /// A user, or `@group` (`%40group` as a client may encode it).
-    private func subject(_ context: ValidatorRequestContext) throws -> String {
-        let raw: String = try context.parameters.require("subject")
-        return raw.removingPercentEncoding ?? raw
-    }
+    private func subject(_ context: ValidatorRequestContext) throws -> String { try context.pathParameter("subject") }
 }

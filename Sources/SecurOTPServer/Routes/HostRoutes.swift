@@ -29,8 +29,10 @@ struct HostRoutes {
             let (caller, allowed) = try await admit(body.user, context: context, action: "preflight", countsAgainstUser: false)
             var answer = try await service.preflight(body, caller: caller)
             guard allowed else { return JSONResponse(Self.outOfScopePreflight) }
-            // Additive: absent unless push approval is possible (docs/push.md).
-            if let devices = push.devices, try await devices.pushAvailable(user: body.user) { answer.push = true }
+            // Additive: absent unless push approval is possible (docs/push.md) and among the
+            // user's methods (a refused push looks like no device).
+            let pushAllowed = answer.methods.map { $0.contains(LoginMethod.push.rawValue) } ?? true
+            if pushAllowed, let devices = push.devices, try await devices.pushAvailable(user: body.user) { answer.push = true }
             return JSONResponse(answer)
         }
         addPush(to: group)
@@ -43,9 +45,14 @@ struct HostRoutes {
             // offline response; if not, the request is cancelled and the answer is a passcode.
             // An offline response is typed like a passcode: only for a user who may use otp
             // (else the passcode verification below refuses it as for a user without a token).
-            if body.pushId != nil, try await service.methodCheck(.otp, user: body.user, caller: caller, action: "push offline").refusal == nil,
-               let accepted = try await push.verifyOffline(body, caller: caller) {
-                return JSONResponse(counted(accepted))
+            if let pushID = body.pushId {
+                if try await service.methodCheck(.otp, user: body.user, caller: caller, action: "push offline").refusal == nil {
+                    if let accepted = try await push.verifyOffline(body, caller: caller) { return JSONResponse(counted(accepted)) }
+                } else {
+                    // Withdrawn all the same (as verifyOffline would), so that it cannot be
+                    // approved later on the phone; an unknown id changes nothing here either.
+                    _ = try? await push.cancel(PushCancelRequest(id: pushID), caller: caller)
+                }
             }
             // The store checks otp against the user's methods itself (MethodRules), in the
             // verification's own read.
@@ -65,7 +72,7 @@ struct HostRoutes {
         group.post("push") { request, context in
             let body = try await request.decode(as: PushOpenRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "push", countsAgainstUser: true)
-            guard allowed else { throw ServiceError(.conflict, "\(body.user) has no active device for push approval") }
+            guard allowed else { throw ServiceError(.conflict, PushDecisions.noActiveDevice(user: body.user).message) }
             // Push not among the user's methods: the refusal of a user without a device (audited).
             let check = try await service.methodCheck(.push, user: body.user, caller: caller, action: "push")
             guard check.refusal == nil else { throw ServiceError(.conflict, PushDecisions.noActiveDevice(user: body.user).message) }
@@ -125,11 +132,9 @@ struct HostRoutes {
     /// The challenge of a user without a credential for the host's origin: a fresh id and
     /// client data hash, nothing offered, nothing stored; a bad origin refused as the store would.
     private static func noCredentialOffered(_ body: FidoChallengeRequest, caller: Caller) throws -> FidoChallengeResponse {
-        guard !body.origin.isEmpty, body.origin.utf8.count <= 255, (body.appid?.utf8.count ?? 0) <= 255 else {
-            throw ServiceError(.invalidInput, "origin must be 1 to 255 characters, appid at most 255")
-        }
+        let user = try FidoDecisions.challengeUser(body)
         do throws(StoreError) {
-            return try FidoDecisions.offer(user: body.user, host: caller.name, credentials: [], origin: body.origin, appID: body.appid,
+            return try FidoDecisions.offer(user: user, host: caller.name, credentials: [], origin: body.origin, appID: body.appid,
                                            locked: false, now: Int64(Date.now.timeIntervalSince1970)).1
         } catch {
             throw ServiceError(error)

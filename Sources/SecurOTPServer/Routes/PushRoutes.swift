@@ -170,7 +170,7 @@ struct PushRoutes {
     func addAdmin(to group: RouterGroup<ValidatorRequestContext>) {
         group.post("users/:user/devices") { request, context in
             let body = try await request.decode(as: DeviceAddRequest.self, context: context)
-            return JSONResponse(try await service().addDevice(user: try context.parameters.require("user"), body, caller: try context.requireCaller()),
+            return JSONResponse(try await service().addDevice(user: try context.pathParameter("user"), body, caller: try context.requireCaller()),
                                 status: .created)
         }
         group.get("devices") { request, context in
@@ -178,22 +178,22 @@ struct PushRoutes {
             return JSONResponse(try await service().devices(user: user, caller: try context.requireCaller()))
         }
         group.delete("users/:user/devices/:device") { _, context in
-            try await service().removeDevice(user: try context.parameters.require("user"), device: try context.parameters.require("device"),
+            try await service().removeDevice(user: try context.pathParameter("user"), device: try context.pathParameter("device"),
                                              caller: try context.requireCaller())
             return NoContent()
         }
         group.post("users/:user/devices/:device/unlock-code") { _, context in
-            JSONResponse(try await service().unlockCode(user: try context.parameters.require("user"), device: try context.parameters.require("device"),
+            JSONResponse(try await service().unlockCode(user: try context.pathParameter("user"), device: try context.pathParameter("device"),
                                                         caller: try context.requireCaller()))
         }
         group.post("users/:user/devices/:device/certificate") { request, context in
             let body = try await request.decode(as: DeviceCertificateRequest.self, context: context)
-            try await service().setCertificate(user: try context.parameters.require("user"), device: try context.parameters.require("device"), body,
+            try await service().setCertificate(user: try context.pathParameter("user"), device: try context.pathParameter("device"), body,
                                                caller: try context.requireCaller())
             return NoContent()
         }
         group.post("users/:user/push/unblock") { _, context in
-            JSONResponse(try await service().unblockPush(user: try context.parameters.require("user"), caller: try context.requireCaller()))
+            JSONResponse(try await service().unblockPush(user: try context.pathParameter("user"), caller: try context.requireCaller()))
         }
     }
 }

@@ -162,5 +162,11 @@ struct AccessTables {
         }
     }
 
+    /// The host's reservations for the user, when otp left the user's methods: a host that
+    /// hears of it deletes its cache too (docs/design.md, "Login methods in remote mode").
+    func dropReservations(host: String, user: String) throws(StoreError) {
+        try db.prepare("DELETE FROM offline_grants WHERE host = ? AND user = ?").bind(.text(host), .text(user)).run()
+    }
+
     static func list(_ text: String) -> [String] { text.split(separator: ",").map(String.init) }
 }

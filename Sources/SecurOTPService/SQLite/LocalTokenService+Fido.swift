@@ -4,17 +4,6 @@ import SecurOTPStore
 /// Remote mode's security keys on the SQLite store (docs/fido.md, "Remote mode"): the
 /// decisions are FidoDecisions'; here the rows are read and written, in one transaction per call.
 extension LocalTokenService {
-    /// Preflight's additions: whether the user holds a FIDO credential (a cloned one too: such a
-    /// user is asked for the key, offered none and denied, never let through by `nullok`), and the user's
-    /// methods when a policy or `methods=` sets them. Group policies are the host's to resolve
-    /// (group names are the host's NSS'): the validator applies the user's own policy and `methods=`.
-    static func addFidoAndMethods(_ response: inout PreflightResponse, store: Store, user: String, global: LoginMethods?) throws(StoreError) {
-        if try !store.fidoCredentials(user: user).isEmpty { response.fido = true }
-        let methods = try store.loginMethods(user: user, groups: { [] }, global: global)
-        if let methods, !methods.explicit { return }
-        response.methods = methods.map { $0.order.map(\.rawValue) } ?? []
-    }
-
     public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
         let user = try FidoDecisions.challengeUser(request)
         return try await run { (store, tables) throws(StoreError) in

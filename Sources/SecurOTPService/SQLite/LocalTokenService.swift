@@ -63,11 +63,14 @@ public final class LocalTokenService: TokenService {
         let globalMethods = settings.methods
         return try await run { (store, tables) throws(StoreError) in
             let active = try store.tokens(user: user).filter(\.isActive)
-            var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy,
-                                                                     active: active, now: Self.now())
-            try Self.addFidoAndMethods(&response, store: store, user: user, global: globalMethods)
             // With the groups the host named (MethodRules.methods).
-            response.methods = MethodRules.preflightMethods(try Self.loginMethods(store, user: user, groups: groups, global: globalMethods))
+            let methods = try Self.loginMethods(store, user: user, groups: groups, global: globalMethods)
+            var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy, active: active,
+                                                                     passcodesAllowed: MethodRules.refusal(.otp, methods) == nil, now: Self.now())
+            // A cloned credential counts too: such a user is asked for the key and denied,
+            // never let through by `nullok`.
+            if try !store.fidoCredentials(user: user).isEmpty { response.fido = true }
+            response.methods = MethodRules.preflightMethods(methods)
             return response
         }
     }
@@ -79,6 +82,8 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             // The same store work for every user: the policy is read, then the tokens.
             call.passcodeRefusal = MethodRules.refusal(.otp, try Self.loginMethods(store, user: call.user, global: globalMethods))
+            // Offline codes are passcodes: the host's reservations for the user go with otp.
+            if call.passcodeRefusal != nil { try tables.dropReservations(host: call.caller.name, user: call.user) }
             return try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
         }
     }

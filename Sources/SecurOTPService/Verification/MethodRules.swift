@@ -34,7 +34,9 @@ public enum MethodRules {
         return fromGroups.intersected(with: base)
     }
 
-    /// Groups a preflight may name.
+    /// Groups a preflight may name. The body limit of host requests (64 KiB) binds first for
+    /// long names: 1024 groups fit with names of up to about 60 bytes; the module refuses a
+    /// larger preflight itself, with a log line (docs/design.md, "Login methods in remote mode").
     public static let maxGroups = 1024
 
     /// The names among `groups` that can carry a policy (a name `securotp policy @GROUP` would

@@ -61,10 +61,12 @@ extension VerificationStorage {
     }
 
     /// The preflight of `user`: an OCRA challenge issued and charged under the user's lock.
+    /// `passcodesAllowed`: otp is among the user's methods; else no OCRA challenge is issued
+    /// (nor charged), as for a user without an OCRA token (MethodRules).
     public func preflight(user: String, caller: Caller, engine: VerificationEngine, policy: VerifyPolicy,
-                          active: [TokenRecord], now: Int64) throws(StoreError) -> PreflightResponse {
+                          active: [TokenRecord], passcodesAllowed: Bool, now: Int64) throws(StoreError) -> PreflightResponse {
         var (response, issuesChallenge) = HostVerification.preflight(active: active, now: now)
-        guard issuesChallenge else { return response }
+        guard issuesChallenge, passcodesAllowed else { return response }
         return try serialised(user: user) { () throws(StoreError) -> PreflightResponse in
             let snapshot = try snapshot(user: user, failureKey: nil, rows: .tokens)
             guard let (offer, changes) = try HostVerification.offerChallenge(snapshot, user: user, caller: caller, engine: engine,
