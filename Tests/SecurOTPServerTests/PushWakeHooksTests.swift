@@ -240,7 +240,8 @@ struct PushWakeHooksTests {
             _ = try await PushAPITests.enrollDevice(client, fixture, "alice")
             let started = Date()
             for _ in 0..<3 { #expect(try await PushAPITests.open(client, fixture, "alice").status == 201) }
-            #expect(Date().timeIntervalSince(started) < 3, "three opens took \(Date().timeIntervalSince(started)) s; the hook's bound is 5 s each")
+            // Waiting for the hook would take 3 × its 5 s bound; the margin is for loaded CI cores.
+            #expect(Date().timeIntervalSince(started) < 10, "three opens took \(Date().timeIntervalSince(started)) s; the hook's bound is 5 s each")
         }
         let log = CapturedLog()
         let hooks = PushWakeHooks(url: PushHookURL("http://127.0.0.1:\(silent.port)/{user}"), command: nil, timeout: .milliseconds(300), logger: log.logger)
