@@ -52,6 +52,7 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     case tooManySteps = "SOTP-M053"
     case validatorLeavesNoMethod = "SOTP-M054"
     case passcodeNotAllowed = "SOTP-M055"
+    case groupsUnreadable = "SOTP-M056"
     // This host's offline codes (remote mode)
     case offlineCodesLocked = "SOTP-M060"
     case offlineCodesUnusable = "SOTP-M061"

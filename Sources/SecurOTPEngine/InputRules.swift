@@ -12,6 +12,11 @@ public enum InputRules {
             // Never the raw name: it may be megabytes of terminal escapes (TerminalText).
             throw StoreError(.invalidInput, "\"\(TerminalText.excerpt(user))\" (\(bytes.count) bytes) is not a valid user name")
         }
+        // "@NAME" is group NAME's policy (Store.policySubject(group:)): a user so named would
+        // share it.
+        guard bytes.first != UInt8(ascii: "@") else {
+            throw StoreError(.invalidInput, "\"\(TerminalText.excerpt(user))\" is not a valid user name: a leading @ names a group (securotp policy @GROUP)")
+        }
     }
 
     public static func validate(nickname: String) throws(StoreError) {

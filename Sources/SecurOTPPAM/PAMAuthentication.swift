@@ -45,7 +45,17 @@ public enum PAMAuthentication {
         if settings.remote.isEnabled {
             // The validator narrows the user's methods by the policies of these groups
             // (docs/configuration.md, "Login methods"); only NSS's users have any.
-            var check = RemoteVerification(login, groups: login.known ? (groups ?? account?.groupNames() ?? []) : [])
+            var policyGroups: [String] = []
+            if login.known {
+                // Groups only narrow: a user whose groups cannot be read would lose their
+                // policies, so the login fails closed instead.
+                guard let names = groups ?? account?.groupNames() else {
+                    session.log(.groupsUnreadable, LOG_ERR, "cannot read the groups of \(login.shownUser) through NSS; denying")
+                    return PAM_AUTHINFO_UNAVAIL
+                }
+                policyGroups = names
+            }
+            var check = RemoteVerification(login, groups: policyGroups)
             return converse(&check, login)
         }
         // The user's methods in order (docs/configuration.md, "Login methods"): the user's

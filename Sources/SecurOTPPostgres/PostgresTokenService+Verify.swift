@@ -22,6 +22,10 @@ extension PostgresTokenService {
         let methods = try await loginMethods(user: user, groups: groups)
         preflight.methods = MethodRules.preflightMethods(methods)
         let response = preflight
+        // Without otp the module drops its offline cache (and the codes it used offline,
+        // which only a verify would report), so the host's reservations go now: no code
+        // typed offline can be accepted online once otp is allowed again.
+        if MethodRules.refusal(.otp, methods) != nil { try await dropOfflineGrants(host: caller.name, user: user) }
         // Without otp no OCRA challenge is issued (nor charged), as for a user without one.
         guard issuesChallenge, MethodRules.refusal(.otp, methods) == nil else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under
@@ -38,6 +42,13 @@ extension PostgresTokenService {
         }
     }
 
+    /// Deletes the offline codes reserved for `host` to use for `user` (otp refused).
+    private func dropOfflineGrants(host: String, user: String) async throws(ServiceError) {
+        try await run("dropping \(host)'s offline codes of \(user)") { connection in
+            try await connection.query("DELETE FROM offline_grants WHERE host = \(host) AND \"user\" = \(user)", logger: self.logger)
+        }
+    }
+
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
         var call = try VerifyCall(request, caller: caller)
         // One read of the user's policy for every verification (MethodRules); a refused
@@ -45,12 +56,7 @@ extension PostgresTokenService {
         call.passcodeRefusal = MethodRules.refusal(.otp, try await loginMethods(user: call.user, caller: caller))
         // Offline codes are passcodes: the host's reservations for the user go with otp
         // (docs/design.md, "Login methods in remote mode").
-        if call.passcodeRefusal != nil {
-            let (host, user) = (caller.name, call.user)
-            try await run("dropping \(host)'s offline codes of \(user)") { connection in
-                try await connection.query("DELETE FROM offline_grants WHERE host = \(host) AND \"user\" = \(user)", logger: self.logger)
-            }
-        }
+        if call.passcodeRefusal != nil { try await dropOfflineGrants(host: caller.name, user: call.user) }
         if call.readsTokensOnly, let response = try await verifyInBatch(call) {
             return response
         }

@@ -83,8 +83,10 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
             try await Self.badRequest(outbound, logger: logger)
         } catch is RequestParts.UnreadBody {
             // The client goes on sending a body no route read (after an early 401 or 413): its
-            // answer is out; read no more, close once the answer is written.
-            channel.close(mode: .input, promise: nil)
+            // answer is out; read no more, close once the answer is written. NIOSSLHandler
+            // refuses a half-close (operationUnsupported): then close it all (it sends what is
+            // written, then close_notify), else the connection stays until the idle timeout.
+            channel.close(mode: .input).whenFailure { _ in channel.close(promise: nil) }
         }
         outbound.finish()
         try await channel.closeFuture.get()

@@ -34,15 +34,32 @@ public struct UnixAccount: Sendable {
             guard count > Int32(ids.count), count <= 65_536 else { return nil }
             ids = [gid_t](repeating: 0, count: Int(count))
         }
+        return Self.groupNames(ids.prefix(Int(max(0, count))), lookup: Self.groupName)
+    }
+
+    /// What NSS says of one group ID.
+    public enum GroupLookup: Equatable, Sendable {
+        case name(String)
+        /// No group has this ID (a GID left in /etc/passwd): it has no name, so no policy and
+        /// no `groups=` pattern can match it.
+        case noEntry
+        case failed
+    }
+
+    /// The names of `ids`, skipping IDs without a group; nil when any lookup fails.
+    public static func groupNames<IDs: Sequence<gid_t>>(_ ids: IDs, lookup: (gid_t) -> GroupLookup) -> [String]? {
         var names: [String] = []
-        for id in ids.prefix(Int(max(0, count))) {
-            guard let name = Self.groupName(id) else { return nil }
-            names.append(name)
+        for id in ids {
+            switch lookup(id) {
+            case .name(let name): names.append(name)
+            case .noEntry: continue
+            case .failed: return nil
+            }
         }
         return names
     }
 
-    private static func groupName(_ id: gid_t) -> String? {
+    private static func groupName(_ id: gid_t) -> GroupLookup {
         var size = 16_384
         while size <= 1 << 22 {
             var entry = CPosix.group()
@@ -53,9 +70,12 @@ public struct UnixAccount: Sendable {
                 size *= 4
                 continue
             }
-            guard rc == 0, found != nil, let name = entry.gr_name else { return nil }
-            return String(cString: name)
+            guard rc == 0 else { return .failed }
+            // getgrgid_r answers 0 with no entry when no group has the ID.
+            guard found != nil else { return .noEntry }
+            guard let name = entry.gr_name else { return .failed }
+            return .name(String(cString: name))
         }
-        return nil
+        return .failed
     }
 }

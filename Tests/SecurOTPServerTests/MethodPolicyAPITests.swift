@@ -189,6 +189,31 @@ struct MethodPolicyAPITests {
         }
     }
 
+    @Test("""
+          A preflight whose methods (after the groups) leave out otp drops the calling host's offline codes of the user: \
+          the module drops its cache and never reports the codes it used offline
+          """, arguments: Backend.allCases)
+    func preflightWithoutOTPDropsOfflineCodes(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let (laptop, secret) = try await Self.laptopWithHOTP(client, fixture, "alice")
+            let (bobSecret, _) = try await HostAPITests.enroll(client, fixture, "bob", ["kind": "hotp"])
+            for (user, seed) in [("alice", secret), ("bob", bobSecret)] {
+                let online = try await client.call(.post, "/v1/verify", ["user": user, "passcode": Codes.hotp(seed, counter: 0)], bearer: laptop)
+                #expect(online.string("result") == "accept" && online["offline"] != nil, "\(online.text)")
+            }
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "2")
+            try Self.setPolicy(fixture, "@kiosk", "push,fido")
+            let bob = try await client.call(.post, "/v1/preflight", ["user": "bob"], bearer: laptop)
+            #expect(bob.status == 200, "\(bob.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants WHERE \"user\" = 'bob'") == "1", "otp allowed: bob's kept")
+            let alice = try await client.call(.post, "/v1/preflight", ["user": "alice", "groups": ["kiosk"]], bearer: laptop)
+            #expect(alice.status == 200 && (alice["methods"] as? [String])?.contains("otp") == false, "\(alice.text)")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants WHERE \"user\" = 'alice'") == "0", "alice's reservations dropped")
+            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants WHERE \"user\" = 'bob'") == "1", "bob's kept")
+        }
+    }
+
     @Test("Preflight for a user whose methods leave out otp issues no OCRA challenge (none charged) and offers no push when push is left out",
           arguments: Backend.allCases)
     func preflightFollowsMethods(_ backend: Backend) async throws {

@@ -126,6 +126,55 @@ struct TLSTests {
         }
     }
 
+    @Test("TLS: a large body no route reads is not read on; the connection is closed after the answer, not only half-closed")
+    func unreadBodyCloses() async throws {
+        let certificatesDirectory = try ValidatorFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: certificatesDirectory) }
+        let certificates = try TestCertificates.make(in: certificatesDirectory)
+        let fixture = try await ValidatorFixture.make {
+            $0.tlsCertificate = certificates.serverCertificate
+            $0.tlsKey = certificates.serverKey
+        }
+        // The head announces far more than is sent; past what the server skips (BodyLimit.host)
+        // the client reads the answer and goes on sending: a closed connection resets it, a
+        // half-closed one (close_notify, input still open) lets the sends pile up until they block.
+        let client = """
+            import socket, ssl, sys
+            context = ssl.create_default_context(cafile=sys.argv[2])
+            raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+            tls = context.wrap_socket(raw, server_hostname="127.0.0.1")
+            tls.sendall(b"POST /v1/preflight HTTP/1.1\\r\\nHost: 127.0.0.1\\r\\nContent-Length: 100000000\\r\\n\\r\\n" + b"x" * 262144)
+            answer = b""
+            while b"\\r\\n\\r\\n" not in answer:
+                chunk = tls.recv(4096)
+                if not chunk: break
+                answer += chunk
+            print(answer.split(b"\\r\\n")[0].decode(), flush=True)
+            tls.settimeout(10)
+            try:
+                for _ in range(400):
+                    tls.sendall(b"x" * 65536)
+            except (ConnectionError, ssl.SSLError, OSError) as error:
+                if isinstance(error, socket.timeout): sys.exit(1)
+                sys.exit(0)
+            sys.exit(1)
+            """
+        try await Self.withServer(fixture) { url in
+            let port = String(url.split(separator: ":").last ?? "")
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            process.arguments = ["-c", client, port, certificates.ca]
+            let output = Pipe()
+            process.standardOutput = output
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let answer = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            #expect(answer.hasPrefix("HTTP/1.1 401") || answer.hasPrefix("HTTP/1.1 413"), "\(answer)")
+            #expect(process.terminationStatus == 0, "the server went on holding a TLS connection whose unread body goes on")
+        }
+    }
+
     /// openssl s_client at one protocol version (security level 0 so that the client itself
     /// would allow old versions: only the server may refuse).
     static func handshake(port: String, version: String, ca: String) throws -> Bool {

@@ -43,6 +43,14 @@ import Testing
         #expect(TokenRecord(row: row) == nil)
     }
 
+    @Test("A user name may not start with @, which names a group's policy (Store.policySubject(group:))")
+    func noUserNamedLikeAGroup() throws {
+        let error = #expect(throws: StoreError.self) { try InputRules.validate(user: "@staff") }
+        #expect(error?.message.contains("a leading @ names a group") == true, "\(String(describing: error))")
+        #expect(throws: StoreError.self) { try Store.validate(user: Store.policySubject(group: "staff")) }
+        try InputRules.validate(user: "staff@example.com")
+    }
+
     @Test func hotpRowsNeedNoPeriod() {
         var row = TokenRow(record())
         row.kind = "hotp"

@@ -86,7 +86,8 @@ struct HostOfflineCodes {
     /// The validator's policy leaves otp out of the user's methods: offline codes are passcodes,
     /// so the user's cache on this host goes, lest cutting the host off bring them back
     /// (docs/design.md, "Login methods in remote mode"). Codes used offline are not reported
-    /// any more: the validator dropped this host's reservations when it refused otp.
+    /// any more: the validator dropped this host's reservations of the user on the preflight
+    /// that left otp out, so none of them can be accepted online later.
     func discard() {
         do throws(StoreError) {
             let removed = try caches.withLock(create: false) { (exists) throws(StoreError) -> Bool in
