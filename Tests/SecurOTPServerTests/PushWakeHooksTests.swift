@@ -89,7 +89,8 @@ final class CapturedLog: @unchecked Sendable {
     }
 
     /// Waits up to `seconds` for a line containing `text`.
-    func waitFor(_ text: String, seconds: Double = 10) async -> Bool {
+    // 30 s: in the full parallel run on two cores a hook's task may wait long for a thread.
+    func waitFor(_ text: String, seconds: Double = 30) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if self.text.contains(text) { return true }
@@ -103,7 +104,7 @@ final class CapturedLog: @unchecked Sendable {
 struct PushWakeHooksTests {
     static let wake = PushWake(id: "p_0123456789abcdef", user: "alice", host: "web1", service: "sshd", remoteAddress: "192.0.2.7", expires: 1_900_000_000)
 
-    static func eventually(seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+    static func eventually(seconds: Double = 30, _ condition: () async -> Bool) async -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if await condition() { return true }
