@@ -54,7 +54,21 @@ import SecurOTPCore
     }
 
     static func hotp(_ length: Int = 20, digits: Int = 6) -> KeySpec {
-        KeySpec(kind: "hotp", length: length, digits: digits, counter: UInt64.random(in: 0...10_000_000))
+        KeySpec(kind: "hotp", length: length, digits: digits, counter: unambiguousCounter())
+    }
+
+    /// A random counter whose big-endian bytes are not all ASCII digits. python-pskc writes an
+    /// encrypted counter as big-endian bytes and, as the importer does, reads bytes that are all
+    /// digits as decimal text (PSKC leaves the form open): 3748656 (0x393330) comes back as 930
+    /// from either reader (CI saw it), so such counters would test the oracle's ambiguity only.
+    static func unambiguousCounter() -> UInt64 {
+        while true {
+            let counter = UInt64.random(in: 0...10_000_000)
+            var bytes: [UInt8] = []
+            var rest = counter
+            repeat { bytes.append(UInt8(truncatingIfNeeded: rest)); rest >>= 8 } while rest > 0
+            if !bytes.allSatisfy({ (0x30...0x39).contains($0) }) { return counter }
+        }
     }
 
     static func totp(_ length: Int, digits: Int, period: Int, hash: String) -> KeySpec {
