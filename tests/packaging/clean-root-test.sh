@@ -97,7 +97,7 @@ sshd_started=no
 cleanup() {
   kill "$syslog_pid" 2>/dev/null
   [ "$sshd_started" = yes ] && r 'kill $(cat /run/sshd-test.pid) 2>/dev/null'
-  r 'tmux kill-server 2>/dev/null'
+  r 'for s in /tmp/tmux-0/*; do tmux -S "$s" kill-server; done 2>/dev/null'
 }
 trap cleanup EXIT
 sleep 0.5
@@ -216,17 +216,24 @@ check "su: → root (no token), password only: in — root is never locked out b
 check "su: root → alice needs nothing (pam_rootok)" r 'su alice -c true </dev/null'
 
 step "login on a pseudo-terminal (tmux)"
-pane() { r 'tmux capture-pane -p -t login'; }
+# Each login gets a tmux server of its own (-L): killing the last session of a server ends it
+# while it winds down, and a session started on it just then died with it (seen once in CI:
+# "no server running", no login: prompt).
+tmux_server=0
+pane() { r "tmux -L login$tmux_server capture-pane -p -t login"; }
 wait_for() { local i; for i in $(seq 1 50); do pane | grep -q -- "$1" && return 0; sleep 0.2; done; echo "   (timeout waiting for '$1'; screen:)"; pane | grep -v '^$' | tail -5 | sed 's/^/   | /'; return 1; }
 login_as() {
   local user=$1 password=$2 code=$3
-  r 'tmux kill-session -t login 2>/dev/null; tmux new-session -d -s login -x 100 -y 25 /bin/login'
+  r "tmux -L login$tmux_server kill-server 2>/dev/null"
+  tmux_server=$((tmux_server + 1))
+  local t="tmux -L login$tmux_server"
+  r "$t new-session -d -s login -x 100 -y 25 /bin/login"
   wait_for "login:" || return 1
-  r "tmux send-keys -t login '$user' Enter"; wait_for "Password:" || return 1
-  r "tmux send-keys -t login '$password' Enter"
-  if [ -n "$code" ]; then wait_for "Verification code" || return 1; r "tmux send-keys -t login '$code' Enter"; fi
+  r "$t send-keys -t login '$user' Enter"; wait_for "Password:" || return 1
+  r "$t send-keys -t login '$password' Enter"
+  if [ -n "$code" ]; then wait_for "Verification code" || return 1; r "$t send-keys -t login '$code' Enter"; fi
   sleep 1
-  r "tmux send-keys -t login 'echo LOGIN-\$((6*7))-\$(id -un)' Enter"
+  r "$t send-keys -t login 'echo LOGIN-\$((6*7))-\$(id -un)' Enter"
   wait_for "LOGIN-42-$user"
 }
 next_code
@@ -234,7 +241,7 @@ check "login: alice, password + right code: shell" login_as alice pw-alice "$cod
 check "login: alice, wrong code: no shell" not login_as alice pw-alice 000000
 check "login: bob without a token, password only: shell" login_as bob pw-bob ""
 check "login: root (no token), password only: shell" login_as root pw-root ""
-r 'tmux kill-server 2>/dev/null'
+r "tmux -L login$tmux_server kill-server 2>/dev/null"
 
 step "sshd: publickey + keyboard-interactive (key and code)"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
