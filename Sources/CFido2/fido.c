@@ -200,9 +200,10 @@ static void close_device(fido_dev_t *device) {
     fido.dev_free(&device);
 }
 
-int securotp_fido_find(const securotp_fido_credentials *credentials, char path[256], char *error) {
+int securotp_fido_find(const securotp_fido_credentials *credentials, int probe_only_key, char path[256], int *probed, char *error) {
     if (!securotp_fido_load(error)) return SECUROTP_FIDO_UNAVAILABLE;
     path[0] = 0;
+    *probed = 1;
     fido_dev_info_t *list = fido.dev_info_new(SECUROTP_FIDO_MAX_DEVICES);
     size_t found = 0;
     int r = list == NULL ? FIDO_ERR_INTERNAL : fido.dev_info_manifest(list, SECUROTP_FIDO_MAX_DEVICES, &found);
@@ -213,6 +214,14 @@ int securotp_fido_find(const securotp_fido_credentials *credentials, char path[2
     }
     int result = SECUROTP_FIDO_NO_DEVICE;
     fail(error, found == 0 ? "no security key attached" : "no attached security key holds the user's credentials", FIDO_OK);
+    /* One key and nothing to ask before the touch: the assertion itself tells whether the key
+       holds the credential, so the probe (a key round trip, and a counter step on many keys) is saved. */
+    const char *only = found == 1 && !probe_only_key ? fido.dev_info_path(fido.dev_info_ptr(list, 0)) : NULL;
+    if (only != NULL && strlen(only) < 256) {
+        snprintf(path, 256, "%s", only);
+        *probed = 0;
+        result = SECUROTP_FIDO_OK;
+    }
     for (size_t i = 0; i < found && result == SECUROTP_FIDO_NO_DEVICE; i++) {
         const char *candidate = fido.dev_info_path(fido.dev_info_ptr(list, i));
         if (candidate == NULL || strlen(candidate) >= 256) continue;

@@ -42,8 +42,10 @@ struct FidoLoginTests {
         #expect(first.status == PAM.success, "\(first)")
         #expect(first.prompts.isEmpty, "no code asked for: \(first)")
         #expect(first.infos == [Self.cue], "\(first)")
+        let before = try key.storedCounter()
         let second = try key.login(box, service, "root")
         #expect(second.status == PAM.success, "the counter rose, so the next login works too: \(second)")
+        #expect(try key.storedCounter() == before + 1, "the only key attached is asked once per login, with no silent probe first")
 
         let refused = try key.refusing().login(box, service, "root")
         #expect(refused.status == PAM.authError, "no touch, no login: \(refused)")
@@ -110,7 +112,7 @@ struct FidoLoginTests {
         #expect(try key.login(box, service, "root").status == PAM.authError)
     }
 
-    @Test("PIN credentials: the module asks for the PIN; a wrong one fails")
+    @Test("PIN credentials: the module finds the key, then asks for the PIN; a wrong one fails; another key is never given it")
     func pinCredential() throws {
         let box = try Sandbox()
         let key = SoftKey(box).withPIN("1234")
@@ -124,6 +126,13 @@ struct FidoLoginTests {
         #expect(right.prompts == ["Please enter the PIN: "], "\(right)")
         let wrong = try key.login(box, service, "root", ["9999"])
         #expect(wrong.status == PAM.authError, "\(wrong)")
+        // A probe finds the key first, so the PIN is never given to a key without the credential.
+        let before = try key.storedCounter()
+        #expect(try key.login(box, service, "root", ["1234"]).status == PAM.success)
+        #expect(try key.storedCounter() == before + 2, "the silent probe, then the assertion")
+        let stranger = try SoftKey(box, name: "other.state").withPIN("1234").login(box, service, "root", ["1234"])
+        #expect(stranger.status == PAM.authError, "\(stranger)")
+        #expect(stranger.prompts.isEmpty, "no PIN asked for a key that holds no credential of the user: \(stranger)")
     }
 
     @Test("A user with a FIDO credential and a TOTP token gets the code prompt when no key is attached")

@@ -5,9 +5,9 @@ import SecurOTPCore
 import SecurOTPStore
 
 /// Local mode's FIDO step (docs/fido.md): for a user with FIDO credentials it runs before the
-/// passcode prompt. Like pam_u2f, per credential: find an attached key that holds it (a silent
-/// assertion), ask for the touch, take an assertion over a fresh random challenge; unlike
-/// pam_u2f, the module checks the assertion itself and the signature counter must rise.
+/// passcode prompt. Like pam_u2f, per credential: find an attached key that holds it, ask
+/// for the touch, take an assertion over a fresh random challenge; unlike pam_u2f, the module
+/// checks the assertion itself and the signature counter must rise.
 enum FidoLogin {
     enum Outcome: Equatable {
         /// The user has no FIDO credential: the passcode step decides.
@@ -72,20 +72,21 @@ enum FidoLogin {
             session.log(.fidoNoCredentialForOrigin, LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
             return unavailable
         }
-        guard FidoTouch.load(login), let (credential, path) = FidoTouch.findKey(login, Array(usable)) else { return unavailable }
-        return counted(authenticate(login, credential, path: path), login)
-    }
-
-    /// The touch, the assertion, its check and the counter write for one credential on the key at `path`.
-    private static func authenticate(_ login: LoginContext, _ credential: FidoCredential, path: [CChar]) -> Outcome {
-        let session = login.session
+        guard FidoTouch.load(login) else { return unavailable }
         guard let challenge = SecretBytes.random(count: 32) else {
             session.log(.noRandomness, LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
         }
         let clientDataHash = challenge.withUnsafeBytes { Array($0) }
+        guard let (credential, touched) = FidoTouch.assertion(login, Array(usable), clientDataHash: clientDataHash) else { return unavailable }
+        return counted(checked(login, credential, touched, clientDataHash: clientDataHash), login)
+    }
+
+    /// The check of what the key at hand returned for `credential`, and the counter write.
+    private static func checked(_ login: LoginContext, _ credential: FidoCredential, _ touched: FidoTouch.Result, clientDataHash: [UInt8]) -> Outcome {
+        let session = login.session
         let authenticatorData: [UInt8], signature: [UInt8]
-        switch FidoTouch.touch(login, credential, clientDataHash: clientDataHash, path: path) {
+        switch touched {
         case .declined: return .declined
         case .refused(let code): return .refused(code)
         case .assertion(let data, let signed): (authenticatorData, signature) = (data, signed)

@@ -5,8 +5,8 @@ import SecurOTPCore
 import SecurOTPStore
 
 /// The part of a security-key login that happens at the key, the same in both modes
-/// (docs/fido.md): load libfido2, find an attached key that holds a credential (a silent
-/// assertion), ask for the PIN and the touch, take the assertion. Who issues the challenge and
+/// (docs/fido.md): load libfido2, find an attached key that holds a credential, ask for the
+/// PIN and the touch, take the assertion. Who issues the challenge and
 /// checks the assertion differs: this module in local mode (FidoLogin), the validator in
 /// remote mode (RemoteFido).
 enum FidoTouch {
@@ -33,25 +33,40 @@ enum FidoTouch {
         return true
     }
 
-    /// The first of `credentials` an attached key holds, with the key's path; nil (logged) when none.
-    static func findKey(_ login: LoginContext, _ credentials: [FidoCredential]) -> (FidoCredential, [CChar])? {
+    /// The first of `credentials` an attached key holds, and that key's assertion over
+    /// `clientDataHash`; nil (logged) when no attached key holds one. With one key attached
+    /// and no PIN or verification to ask for first, the assertion itself is the test (the
+    /// silent probe is skipped: docs/fido.md, "Finding the key"); otherwise a probe picks the key,
+    /// as pam_u2f does, so that a PIN is only ever given to the key that holds the credential.
+    static func assertion(_ login: LoginContext, _ credentials: [FidoCredential], clientDataHash: [UInt8]) -> (FidoCredential, Result)? {
         var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
+        var cueShown = false
         for credential in credentials {
             var path = [CChar](repeating: 0, count: 256)
-            let found = withRequest(credential, origin: credential.origin) { request in securotp_fido_find(request, &path, &errorText) }
+            var probed: Int32 = 1
+            let mustProbe: Int32 = credential.pin || credential.verification ? 1 : 0
+            let found = withRequest(credential, origin: credential.origin) { request in
+                securotp_fido_find(request, mustProbe, &path, &probed, &errorText)
+            }
             guard found == Int32(SECUROTP_FIDO_OK) else {
                 login.session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): \(text(errorText))")
                 continue
             }
-            return (credential, path)
+            guard let result = touch(login, credential, clientDataHash: clientDataHash, path: path, probed: probed != 0, cueShown: &cueShown) else {
+                login.session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): not on the attached key")
+                continue
+            }
+            return (credential, result)
         }
         login.session.log(.fidoNoKeyAttached, LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
         return nil
     }
 
-    /// The PIN (for `+pin`), the cue, and one assertion over `clientDataHash` with `up` per
-    /// `presence` and `uv` per `verification`, on the key at `path`.
-    static func touch(_ login: LoginContext, _ credential: FidoCredential, clientDataHash: [UInt8], path: [CChar]) -> Result {
+    /// The PIN (for `+pin`), the cue (once per login), and one assertion over `clientDataHash`
+    /// with `up` per `presence` and `uv` per `verification`, on the key at `path`. Nil when the
+    /// key was not probed and does not hold the credential: the caller tries the next one.
+    private static func touch(_ login: LoginContext, _ credential: FidoCredential, clientDataHash: [UInt8], path: [CChar], probed: Bool,
+                              cueShown: inout Bool) -> Result? {
         let session = login.session
         var pin: UnsafeMutablePointer<CChar>?
         defer { if pin != nil { securotp_pam_free_response(pin) } }
@@ -63,7 +78,10 @@ enum FidoTouch {
             }
             pin = response
         }
-        if login.settings.fido.cue { session.tell(login.settings.fido.cuePrompt) }
+        if login.settings.fido.cue && !cueShown {
+            session.tell(login.settings.fido.cuePrompt)
+            cueShown = true
+        }
         var assertion = securotp_fido_assertion()
         var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
         let up = Int32(credential.presence ? SECUROTP_FIDO_TRUE : SECUROTP_FIDO_FALSE)
@@ -75,6 +93,7 @@ enum FidoTouch {
                 securotp_fido_assert(path, request, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, &assertion, &errorText)
             }
         let shownKey = "credential \(credential.serial) of \(login.shownUser)"
+        if !probed && result == Int32(SECUROTP_FIDO_NO_DEVICE) { return nil }
         guard result == Int32(SECUROTP_FIDO_OK) else {
             switch Int(result) {
             case Int(SECUROTP_FIDO_DENIED): session.log(.fidoNotTouched, LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")

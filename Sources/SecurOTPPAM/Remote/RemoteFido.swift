@@ -37,10 +37,11 @@ enum RemoteFido {
             effective.pin = fido.pinVerification ?? credential.pin
             return effective
         }
-        guard FidoTouch.load(login), let (credential, path) = FidoTouch.findKey(login, Array(usable)) else { return .unavailable }
+        guard FidoTouch.load(login), let (credential, touched) = FidoTouch.assertion(login, Array(usable), clientDataHash: offer.clientDataHash) else {
+            return .unavailable
+        }
         var verify: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "id", value: .text(offer.id)),
                                                                  (key: "serial", value: .text(credential.serial))]
-        let touched = FidoTouch.touch(login, credential, clientDataHash: offer.clientDataHash, path: path)
         switch touched {
         case .assertion(let authenticatorData, let signature):
             verify.append((key: "authenticator_data", value: .text(Base64.encode(authenticatorData, .url))))
