@@ -21,6 +21,12 @@ static struct {
     int (*dev_set_timeout)(fido_dev_t *, int);
     int (*dev_get_assert)(fido_dev_t *, fido_assert_t *, const char *);
     int (*dev_make_cred)(fido_dev_t *, fido_cred_t *, const char *);
+    bool (*dev_is_fido2)(const fido_dev_t *);
+    int (*dev_get_cbor_info)(fido_dev_t *, fido_cbor_info_t *);
+    fido_cbor_info_t *(*cbor_info_new)(void);
+    void (*cbor_info_free)(fido_cbor_info_t **);
+    char **(*cbor_info_versions_ptr)(const fido_cbor_info_t *);
+    size_t (*cbor_info_versions_len)(const fido_cbor_info_t *);
     fido_assert_t *(*assert_new)(void);
     void (*assert_free)(fido_assert_t **);
     int (*assert_set_rp)(fido_assert_t *, const char *);
@@ -88,6 +94,12 @@ static void load_fido(void) {
     LOOKUP(dev_set_timeout, "fido_dev_set_timeout")
     LOOKUP(dev_get_assert, "fido_dev_get_assert")
     LOOKUP(dev_make_cred, "fido_dev_make_cred")
+    LOOKUP(dev_is_fido2, "fido_dev_is_fido2")
+    LOOKUP(dev_get_cbor_info, "fido_dev_get_cbor_info")
+    LOOKUP(cbor_info_new, "fido_cbor_info_new")
+    LOOKUP(cbor_info_free, "fido_cbor_info_free")
+    LOOKUP(cbor_info_versions_ptr, "fido_cbor_info_versions_ptr")
+    LOOKUP(cbor_info_versions_len, "fido_cbor_info_versions_len")
     LOOKUP(assert_new, "fido_assert_new")
     LOOKUP(assert_free, "fido_assert_free")
     LOOKUP(assert_set_rp, "fido_assert_set_rp")
@@ -200,6 +212,27 @@ static void close_device(fido_dev_t *device) {
     fido.dev_free(&device);
 }
 
+/* 1 when the key at `path` refuses an assertion for a credential it does not hold before it
+   asks for a touch. CTAP 2.1 moved that check before user presence; a CTAP 2.0 key may wait
+   for the touch first (CTAP 2.0, authenticatorGetAssertion steps 7 and 8), so it is probed.
+   A U2F-only key qualifies: libfido2 checks each key handle on it without a touch first. */
+static int refuses_before_touch(const char *path) {
+    int code;
+    fido_dev_t *device = open_device(path, 5000, &code);
+    if (device == NULL) return 0;
+    int result = !fido.dev_is_fido2(device);
+    fido_cbor_info_t *info = result ? NULL : fido.cbor_info_new();
+    if (info != NULL && fido.dev_get_cbor_info(device, info) == FIDO_OK) {
+        char **versions = fido.cbor_info_versions_ptr(info);
+        size_t count = fido.cbor_info_versions_len(info);
+        for (size_t i = 0; versions != NULL && i < count && !result; i++)
+            result = versions[i] != NULL && strcmp(versions[i], "FIDO_2_1") == 0;
+    }
+    if (info != NULL) fido.cbor_info_free(&info);
+    close_device(device);
+    return result;
+}
+
 int securotp_fido_find(const securotp_fido_credentials *credentials, int probe_only_key, char path[256], int *probed, char *error) {
     if (!securotp_fido_load(error)) return SECUROTP_FIDO_UNAVAILABLE;
     path[0] = 0;
@@ -214,10 +247,11 @@ int securotp_fido_find(const securotp_fido_credentials *credentials, int probe_o
     }
     int result = SECUROTP_FIDO_NO_DEVICE;
     fail(error, found == 0 ? "no security key attached" : "no attached security key holds the user's credentials", FIDO_OK);
-    /* One key and nothing to ask before the touch: the assertion itself tells whether the key
-       holds the credential, so the probe (a key round trip, and a counter step on many keys) is saved. */
+    /* One key, nothing to ask before the touch, and a key that answers "no credentials" before
+       asking for one: the assertion itself tells whether the key holds the credential, so the
+       probe (a key round trip, and a counter step on many keys) is saved. */
     const char *only = found == 1 && !probe_only_key ? fido.dev_info_path(fido.dev_info_ptr(list, 0)) : NULL;
-    if (only != NULL && strlen(only) < 256) {
+    if (only != NULL && strlen(only) < 256 && refuses_before_touch(only)) {
         snprintf(path, 256, "%s", only);
         *probed = 0;
         result = SECUROTP_FIDO_OK;

@@ -51,6 +51,8 @@ struct SoftKey {
     var touch = "allow"
     var pin = ""
     var builtinUV = false
+    /// CTAP 2.1 (SOFTFIDO_CTAP=2.1), else 2.0.
+    var ctap21 = false
 
     init(_ box: Sandbox, name: String = "softfido.state") { state = box.path(name) }
 
@@ -61,6 +63,7 @@ struct SoftKey {
             "SOFTFIDO_TOUCH": touch,
             "SOFTFIDO_PIN": pin,
             "SOFTFIDO_UV": builtinUV ? "1" : "",
+            "SOFTFIDO_CTAP": ctap21 ? "2.1" : "",
             "SOFTFIDO_ATTESTATION": "",
             "SOFTFIDO_DEBUG": "",
         ]
@@ -69,6 +72,12 @@ struct SoftKey {
     func refusing() -> SoftKey {
         var key = self
         key.touch = "deny"
+        return key
+    }
+
+    func speakingCTAP21() -> SoftKey {
+        var key = self
+        key.ctap21 = true
         return key
     }
 

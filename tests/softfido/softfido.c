@@ -18,6 +18,9 @@
  *                               it, a wrong one is CTAP2_ERR_PIN_INVALID and costs a retry.
  *   SOFTFIDO_UV=1               built-in user verification ("uv" option, a fingerprint reader).
  *   SOFTFIDO_ATTESTATION=self   packed self attestation instead of basic attestation with x5c.
+ *   SOFTFIDO_CTAP=2.1           the key also speaks CTAP 2.1 (GetInfo lists FIDO_2_1): an assertion
+ *                               for a credential it does not hold fails before the touch. Without
+ *                               it, a CTAP 2.0 key, which asks for the touch first.
  *   SOFTFIDO_DEBUG=1            one line per command on stderr.
  *
  * getAssertion without an allow list answers with every resident credential for the RP,
@@ -683,6 +686,11 @@ static bool builtin_uv(void) {
     return uv != NULL && uv[0] == '1';
 }
 
+static bool speaks_ctap21(void) {
+    const char *version = getenv("SOFTFIDO_CTAP");
+    return version != NULL && strcmp(version, "2.1") == 0;
+}
+
 static bool touch_refused(void) {
     const char *touch = getenv("SOFTFIDO_TOUCH");
     return touch != NULL && strcmp(touch, "deny") == 0;
@@ -829,7 +837,8 @@ static int client_pin(struct in *in, struct out *o, struct state *s, bool *dirty
 static int get_info(struct out *o) {
     bool uv = builtin_uv();
     w_map(o, 5);
-    w_int(o, 1), w_array(o, 1), w_text(o, "FIDO_2_0");
+    if (speaks_ctap21()) w_int(o, 1), w_array(o, 2), w_text(o, "FIDO_2_0"), w_text(o, "FIDO_2_1");
+    else w_int(o, 1), w_array(o, 1), w_text(o, "FIDO_2_0");
     w_int(o, 3), w_bytes(o, AAGUID, sizeof AAGUID);
     /* Canonical order: by length, then bytewise (libfido2 falls back to U2F otherwise). */
     w_int(o, 4), w_map(o, uv ? 5 : 4);
@@ -1232,11 +1241,17 @@ static int get_assertion(struct in *in, struct out *o, struct state *s, bool *di
             }
         }
     }
+    bool presence = up != 0;
     if (key == NULL) {
+        /* CTAP 2.0 asks for the touch before it says it holds nothing (its steps 7 and 8); 2.1
+           answers at once. */
+        if (presence && !speaks_ctap21() && touch_refused()) {
+            DEBUG("getAssertion rp=%s: no credential of this key, and the touch (asked first: CTAP 2.0) refused", rp_id);
+            return ST_OPERATION_DENIED;
+        }
         DEBUG("getAssertion rp=%s: no credential of this key", rp_id);
         return ST_NO_CREDENTIALS;
     }
-    bool presence = up != 0;
     if (presence && touch_refused()) {
         EVP_PKEY_free(key);
         pending.count = 0;

@@ -42,10 +42,10 @@ typedef struct {
 
 /* Finds the first attached key that holds one of the credentials, by a silent assertion
    (no touch, as pam_u2f's detection step). Writes its path (at most 256 bytes) and sets
-   *probed to 1. With `probe_only_key` 0 and exactly one key attached, that key's path is
-   written without the probe and *probed is 0: there is nothing to choose, and the real
-   assertion then answers SECUROTP_FIDO_NO_DEVICE at once if the key does not hold the
-   credentials (docs/fido.md, "Finding the key"). */
+   *probed to 1. With `probe_only_key` 0 and exactly one key attached that speaks CTAP 2.1
+   (or U2F only), that key's path is written without the probe and *probed is 0: there is
+   nothing to choose, and the real assertion then answers SECUROTP_FIDO_NO_DEVICE, before any
+   touch, if the key does not hold the credentials (docs/fido.md, "Finding the key"). */
 int securotp_fido_find(const securotp_fido_credentials *credentials, int probe_only_key, char path[256], int *probed, char *error);
 
 /* What one assertion returned: the raw authenticator data, the signature, which credential. */
