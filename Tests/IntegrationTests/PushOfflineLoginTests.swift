@@ -33,6 +33,18 @@ struct PushOfflineLoginTests {
         #expect(try validator.requests().map(\.path).contains("/v1/push/cancel") == false)
     }
 
+    @Test("Methods without otp (a group's policy only the preflight carries): no offline challenge; a typed answer withdraws the request, is never sent")
+    func pushOnly() throws {
+        let box = try Sandbox()
+        let validator = try PushValidator(box, ["--offline-secret", Self.secret, "--methods", "push"])
+        let service = try validator.service(box)
+        let login = try box.login(service, "root", ["123456"])
+        #expect(login.status == PAM.authError, "\(login)")
+        #expect(PushPrompt.isApproval(login.prompts.first) && login.prompts.first?.contains("offline challenge") == false, "\(login.prompts)")
+        let paths = try validator.requests().map(\.path)
+        #expect(paths == ["/v1/preflight", "/v1/push", "/v1/push/cancel"], "\(paths)")
+    }
+
     @Test("device_ca= hides the offline challenge unless push_offline=allow; push_offline=deny hides it always")
     func policy() throws {
         let box = try Sandbox()

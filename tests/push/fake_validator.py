@@ -10,6 +10,7 @@ under test. Tests drive the device through a control route, usually from a pam-c
 
     fake_validator.py serve --port-file F --log F --ca-public F [--lifetime S] [--certificate valid|none|other-ca]
                             [--push yes|no] [--push-refusal CODE] [--code 123456] [--approval-state approved|consumed]
+                            [--offline-secret HEX] [--methods push,otp]
     fake_validator.py device URL approve|deny|expire|none [--wrong-number] [--replay] [--no-uv] [--delay S]
         (reads the number from $PAM_CHECK_PROMPT; prints an empty line: the user's Enter)
     fake_validator.py device URL respond --secret HEX
@@ -126,6 +127,8 @@ class Validator:
         answer = {"has_tokens": True, "code_digits": [6]}
         if self.args.push == "yes":
             answer["push"] = True
+        if self.args.methods:
+            answer["methods"] = self.args.methods.split(",")
         return 200, answer
 
     def verify(self, body):
@@ -332,6 +335,7 @@ def main():
     s.add_argument("--code", default="123456")
     s.add_argument("--approval-state", choices=["approved", "consumed"], default="approved")
     s.add_argument("--offline-secret", default="")
+    s.add_argument("--methods", default="", help="preflight's methods, e.g. push (default: absent, the standard order)")
     d = commands.add_parser("device")
     d.add_argument("url")
     d.add_argument("decision", choices=["approve", "deny", "expire", "none", "respond"])

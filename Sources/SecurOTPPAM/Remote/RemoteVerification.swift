@@ -197,7 +197,10 @@ struct RemoteVerification: PasscodeCheck {
                                             expires: opened.expires)
         var approve = DialogueText.approveOnDevice(number: challenge.number)
         offlineOffered = false
-        if opened.offline, remote.offersOfflineApproval, let request = openPush {
+        // An offline response is typed like a passcode: not for a user whose methods (the
+        // groups' policies included, which only the preflight knew) leave out otp. Without it
+        // shown, a typed answer withdraws the request before it is refused.
+        if opened.offline, remote.offersOfflineApproval, passcodesAllowed, let request = openPush {
             let offlineChallenge = OfflineApproval.challenge(request.statement(device: ""))
             approve = DialogueText.approveOnDevice(number: challenge.number, offlineChallenge: OfflineApproval.grouped(offlineChallenge))
             offlineOffered = true
