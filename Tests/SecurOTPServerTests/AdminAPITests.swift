@@ -19,6 +19,8 @@ struct AdminAPITests {
             #expect(reset["removed"] as? Int == 1, "\(reset.text)")
             let bad = try await client.call(.delete, "/v1/users/alice%4/tokens", bearer: fixture.admin)
             #expect(bad.status == 400, "\(bad.text)")
+            let control = try await client.call(.patch, "/v1/users/alice%40corp/tokens/\(serial)%0A", ["nickname": "key"], bearer: fixture.admin)
+            #expect(control.status == 400 && control.text.contains("control character"), "a decoded control byte is refused: \(control.text)")
         }
     }
 
