@@ -58,7 +58,8 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         do {
             try await withTaskCancellationHandler {
                 try await asyncChannel.executeThenClose { inbound, outbound in
-                    try await serve(RequestParts(inbound.makeAsyncIterator()), outbound: outbound, channel: channel, logger: logger)
+                    let parts = RequestParts(inbound.makeAsyncIterator(), channel: channel, deadline: configuration.idleTimeout)
+                    try await serve(parts, outbound: outbound, channel: channel, logger: logger)
                 }
             } onCancel: {
                 channel.close(mode: .input, promise: nil)
@@ -116,7 +117,16 @@ struct ValidatorHTTPChannel: ServerChildChannel, HTTPChannelHandler {
 final class RequestParts: @unchecked Sendable {
     private var iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator
     /// The current request's body was read to its end (or there is no current request).
-    private var bodyDone = true
+    private var bodyDone = true {
+        didSet { if bodyDone { bodyTimer?.cancel(); bodyTimer = nil } }
+    }
+    private let channel: any Channel
+    /// How long a request's body may take to arrive after its head (`idle_timeout`): every
+    /// part resets the connection's idle timer, so without this a client sending a byte now
+    /// and then would hold the connection, and a request task, for as long as it likes.
+    private let deadline: TimeAmount?
+    /// Closes the connection when the current body is not in by `deadline`.
+    private var bodyTimer: Scheduled<Void>?
 
     struct UnexpectedPart: Error {}
     /// More of a body than `maxUnreadBody` was left unread by the answered request.
@@ -125,7 +135,13 @@ final class RequestParts: @unchecked Sendable {
     /// this much (BodyLimit.host); past it the connection is closed instead.
     static let maxUnreadBody = BodyLimit.host
 
-    init(_ iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator) { self.iterator = iterator }
+    init(_ iterator: NIOAsyncChannelInboundStream<HTTPRequestPart>.AsyncIterator, channel: any Channel, deadline: TimeAmount?) {
+        self.iterator = iterator
+        self.channel = channel
+        self.deadline = deadline
+    }
+
+    deinit { bodyTimer?.cancel() }
 
     /// The next request's head, after what the responder left of the current body (at most
     /// `maxUnreadBody`, else UnreadBody); nil when the client is done. One loop over the parts,
@@ -137,6 +153,10 @@ final class RequestParts: @unchecked Sendable {
             switch part {
             case .head(let head) where bodyDone:
                 bodyDone = false
+                if let deadline {
+                    let channel = channel
+                    bodyTimer = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
+                }
                 return head
             case .body(let buffer) where !bodyDone:
                 skipped += buffer.readableBytes

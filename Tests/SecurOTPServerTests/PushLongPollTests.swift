@@ -287,6 +287,27 @@ extension PushLongPollTests {
     }
 }
 
+extension PushLongPollTests {
+    @Test("a request must arrive whole within idle_timeout of its head: a body sent a byte a second is cut, read by a route or not")
+    func slowBody() async throws {
+        let fixture = try await ValidatorFixture.make { $0.idleTimeoutSeconds = 5 }
+        try await Self.live(fixture) { _, port in
+            for path in ["/v1/web/enroll", "/v1/no-such-route"] {
+                let connection = try RawHTTPConnection(port: port)
+                try connection.send("POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n")
+                let start = Date()
+                var closed = false
+                // A byte a second for up to 30 s: never silent for as long as idle_timeout.
+                for _ in 0..<30 where !closed {
+                    closed = try await connection.closedByServer(within: 1) || !connection.trySend(" ")
+                }
+                #expect(closed, "\(path): a body trickling in kept the connection open for 30 s")
+                #expect(Date().timeIntervalSince(start) < 25, "\(path): cut only after \(Date().timeIntervalSince(start)) s")
+            }
+        }
+    }
+}
+
 /// A plain blocking HTTP/1.1 client on one TCP connection: requests written as given, responses
 /// read with Content-Length. Lets a test pipeline, hold and drop connections as it likes.
 final class RawHTTPConnection: @unchecked Sendable {
@@ -320,9 +341,13 @@ final class RawHTTPConnection: @unchecked Sendable {
     }
 
     func send(_ text: String) throws {
+        try #require(trySend(text))
+    }
+
+    /// False when the connection no longer takes it (the server closed it).
+    func trySend(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
-        let sent = bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        try #require(sent == bytes.count)
+        return bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
     }
 
     /// Bytes that have arrived; empty when none, nil at the end of the stream. Never blocks:
