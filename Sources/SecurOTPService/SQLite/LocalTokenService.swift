@@ -125,16 +125,11 @@ public final class LocalTokenService: TokenService {
     }
 
     /// The user's own policy, else `methods=` (or the standard order) narrowed by the policies
-    /// of `groups`, the host's word (MethodRules.methods).
+    /// of `groups`, the host's word (MethodRules.methods). The rows are read as in local mode
+    /// (Store.applicablePolicies): a store without policies costs one lookup, not one per group.
     static func loginMethods(_ store: Store, user: String, groups: [String] = [], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
-        let own = try store.methodPolicy(user)
-        var policies: [(name: String, methods: LoginMethods)] = []
-        if own == nil {
-            for group in groups {
-                if let methods = try store.methodPolicy(Store.policySubject(group: group)) { policies.append((name: group, methods: methods)) }
-            }
-        }
-        return MethodRules.methods(own: own, groups: policies, global: global)
+        let policies = try store.applicablePolicies(user: user, groups: { groups })
+        return MethodRules.methods(own: policies.own, groups: policies.groups, global: global)
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
