@@ -65,12 +65,13 @@ public final class LocalTokenService: TokenService {
             let active = try store.tokens(user: user).filter(\.isActive)
             // With the groups the host named (MethodRules.methods).
             let methods = try Self.loginMethods(store, user: user, groups: groups, global: globalMethods)
+            let passcodesAllowed = MethodRules.allowsPasscodes(methods)
             // Without otp the module drops its offline cache (and the codes it used offline,
             // which only a verify would report), so the host's reservations go now: no code
             // typed offline can be accepted online once otp is allowed again.
-            if MethodRules.refusal(.otp, methods) != nil { try tables.dropReservations(host: caller.name, user: user) }
+            if !passcodesAllowed { try tables.dropReservations(host: caller.name, user: user) }
             var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy, active: active,
-                                                                     passcodesAllowed: MethodRules.refusal(.otp, methods) == nil, now: Self.now())
+                                                                     passcodesAllowed: passcodesAllowed, now: Self.now())
             // A cloned credential counts too: such a user is asked for the key and denied,
             // never let through by `nullok`.
             if try !store.fidoCredentials(user: user).isEmpty { response.fido = true }
