@@ -1,7 +1,7 @@
 import SecurOTPCore
 
 /// Per-user and per-group login methods (`securotp policy`, docs/configuration.md "Login
-/// methods"), kept in `method_policies` (schema 6).
+/// methods"), kept in `method_policies` (schema 8).
 extension Store {
     /// A policy's subject: a user, or `@group`.
     public static func policySubject(group: String) -> String { "@" + group }

@@ -47,7 +47,8 @@ struct Policy: ContextCommand {
             try Store.validate(user: group) // group names follow the same rules as user names
             key = Store.policySubject(group: group)
         } else {
-            // On the validator's machine and on hosts alike, NSS's spelling (the module's).
+            // This machine's NSS spelling (the one the module looks up), except with --server:
+            // the validator's users need not be known here, so the name goes as given.
             key = context.isRemote ? subject : CommandContext.canonical(subject)
             try Store.validate(user: key)
         }
