@@ -12,14 +12,15 @@ extension PostgresTokenService {
         let groups = try MethodRules.policyGroups(request.groups)
         let now = Self.now()
         let policy = settings.policy
-        let (active, hasFido) = try await run("reading \(user)'s tokens") { connection in
-            (try await self.tokens(user: user, connection).filter(\.isActive), try await !self.fidoCredentials(user: user, connection).isEmpty)
+        // With the groups the host named (MethodRules.methods), on the same connection.
+        let (active, hasFido, methods) = try await run("reading \(user)'s tokens and login methods") { connection in
+            (try await self.tokens(user: user, connection).filter(\.isActive), try await !self.fidoCredentials(user: user, connection).isEmpty,
+             try await self.loginMethods(user: user, groups: groups, connection))
         }
         var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
         // A cloned credential counts too, as on SQLite (LocalTokenService.preflight): such a
         // user is asked for the key and denied, never let through by `nullok`.
         if hasFido { preflight.fido = true }
-        let methods = try await loginMethods(user: user, groups: groups)
         preflight.methods = MethodRules.preflightMethods(methods)
         let response = preflight
         let passcodesAllowed = MethodRules.allowsPasscodes(methods)
