@@ -6,12 +6,14 @@ import SecurOTPStore
 /// Remote mode's security keys on PostgreSQL (docs/fido.md, "Remote mode"), as on the SQLite
 /// store (LocalTokenService+Fido.swift): the decisions are FidoDecisions', the row rules
 /// Store's (Store+Fido.swift); here the rows are read and written. Credentials are `tokens`
-/// rows of kind `fido`, challenges `challenges` rows of kind `fido`. Nodes share the database,
-/// so the two steps that make an assertion count once are single statements (and a verification
-/// holds the user's advisory lock, which orders them per user): the challenge is
-/// taken with `DELETE … RETURNING` (one call on one node gets it) and the counter moves with
-/// `UPDATE … WHERE counter = <what the login read> RETURNING` (of two logins that read one
-/// counter, on any nodes, one changes the row; the other is refused as a lost race).
+/// rows of kind `fido`, challenges `challenges` rows of kind `fido`. Nodes share the database.
+/// A verification holds the user's advisory lock, so two assertions of one user, on any nodes,
+/// are decided in turn: the second reads the counter the first wrote (a repeated counter is a
+/// clone, as on SQLite). The two steps that make an assertion count once are single statements
+/// besides: the challenge is taken with `DELETE … RETURNING` (one call on one node gets it) and
+/// the counter moves with `UPDATE … WHERE state = 'active' AND counter = <what the login read>
+/// RETURNING`; a row changed meanwhile without the lock (deleted by an admin) is refused as a
+/// lost race.
 extension PostgresTokenService {
     static let fidoColumns = "serial, counter, sealed_seed, issuer, state, created, last_used, source"
 

@@ -7,28 +7,26 @@ import SecurOTPStore
 /// methods"), kept in `method_policies` as in the SQLite store.
 extension PostgresTokenService {
     public func loginMethods(user: String, caller: Caller) async throws(ServiceError) -> LoginMethods? {
-        try await loginMethods(user: try RequestRules.user(user), groups: [])
+        let user = try RequestRules.user(user)
+        return try await run("reading the login methods of \(user)") { connection in try await self.loginMethods(user: user, groups: [], connection) }
     }
 
     /// The user's own policy, else `methods=` (or the standard order) narrowed by the policies
-    /// of `groups`, the host's word (MethodRules.methods). One read for all of them.
-    func loginMethods(user: String, groups: [String]) async throws(ServiceError) -> LoginMethods? {
-        let global = settings.methods
+    /// of `groups`, the host's word (MethodRules.methods). One read for all of them, on
+    /// `connection` (preflight reads them with the user's tokens).
+    func loginMethods(user: String, groups: [String], _ connection: PostgresConnection) async throws -> LoginMethods? {
         let subjects = [user] + groups.map(Store.policySubject(group:))
-        let rows: [String: LoginMethods] = try await run("reading the login methods of \(user)") { connection in
-            var rows: [String: LoginMethods] = [:]
-            for try await (subject, text) in try await connection.query("SELECT subject, methods FROM method_policies WHERE subject = ANY(\(subjects))",
-                                                                        logger: self.logger).decode((String, String).self) {
-                // A row that no longer parses (a newer securotp's) fails closed.
-                guard let methods = LoginMethods(parsing: text) else {
-                    throw ServiceError(.database, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
-                }
-                rows[subject] = methods
+        var rows: [String: LoginMethods] = [:]
+        for try await (subject, text) in try await connection.query("SELECT subject, methods FROM method_policies WHERE subject = ANY(\(subjects))",
+                                                                    logger: logger).decode((String, String).self) {
+            // A row that no longer parses (a newer securotp's) fails closed.
+            guard let methods = LoginMethods(parsing: text) else {
+                throw ServiceError(.database, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
             }
-            return rows
+            rows[subject] = methods
         }
         let policies = groups.compactMap { group in rows[Store.policySubject(group: group)].map { (name: group, methods: $0) } }
-        return MethodRules.methods(own: rows[user], groups: policies, global: global)
+        return MethodRules.methods(own: rows[user], groups: policies, global: settings.methods)
     }
 
     public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {

@@ -12,22 +12,24 @@ extension PostgresTokenService {
         let groups = try MethodRules.policyGroups(request.groups)
         let now = Self.now()
         let policy = settings.policy
-        let (active, hasFido) = try await run("reading \(user)'s tokens") { connection in
-            (try await self.tokens(user: user, connection).filter(\.isActive), try await !self.fidoCredentials(user: user, connection).isEmpty)
+        // With the groups the host named (MethodRules.methods), on the same connection.
+        let (active, hasFido, methods) = try await run("reading \(user)'s tokens and login methods") { connection in
+            (try await self.tokens(user: user, connection).filter(\.isActive), try await !self.fidoCredentials(user: user, connection).isEmpty,
+             try await self.loginMethods(user: user, groups: groups, connection))
         }
         var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
         // A cloned credential counts too, as on SQLite (LocalTokenService.preflight): such a
         // user is asked for the key and denied, never let through by `nullok`.
         if hasFido { preflight.fido = true }
-        let methods = try await loginMethods(user: user, groups: groups)
         preflight.methods = MethodRules.preflightMethods(methods)
         let response = preflight
+        let passcodesAllowed = MethodRules.allowsPasscodes(methods)
         // Without otp the module drops its offline cache (and the codes it used offline,
         // which only a verify would report), so the host's reservations go now: no code
         // typed offline can be accepted online once otp is allowed again.
-        if MethodRules.refusal(.otp, methods) != nil { try await dropOfflineGrants(host: caller.name, user: user) }
+        if !passcodesAllowed { try await dropOfflineGrants(host: caller.name, user: user) }
         // Without otp no OCRA challenge is issued (nor charged), as for a user without one.
-        guard issuesChallenge, MethodRules.refusal(.otp, methods) == nil else { return response }
+        guard issuesChallenge, passcodesAllowed else { return response }
         // A user with an OCRA token: the challenge is issued here, charged as an attempt under
         // the user's lock, and stored for the verification that answers it.
         return try await transaction("issuing an OCRA challenge to \(user)") { connection in

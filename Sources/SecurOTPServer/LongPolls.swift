@@ -346,13 +346,15 @@ final class LongPollHandler: ChannelDuplexHandler, RemovableChannelHandler {
         for (mode, promise) in closes { context.close(mode: mode, promise: promise) }
     }
 
+    private static let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
     /// RFC 9110's IMF-fixdate ("Thu, 26 Nov 2026 11:47:28 GMT"), independent of the locale.
+    /// Once per parked answer: the names are built once, not on every call.
     static func httpDate(_ seconds: time_t) -> String {
         var clock = seconds
         var parts = tm()
         guard gmtime_r(&clock, &parts) != nil else { return "" }
-        let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-        let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
         func two(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
         return "\(days[Int(parts.tm_wday) % 7]), \(two(parts.tm_mday)) \(months[Int(parts.tm_mon) % 12]) \(parts.tm_year + 1900) "
             + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)) GMT"

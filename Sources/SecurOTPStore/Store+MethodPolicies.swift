@@ -1,7 +1,7 @@
 import SecurOTPCore
 
 /// Per-user and per-group login methods (`securotp policy`, docs/configuration.md "Login
-/// methods"), kept in `method_policies` (schema 6).
+/// methods"), kept in `method_policies` (schema 8).
 extension Store {
     /// A policy's subject: a user, or `@group`.
     public static func policySubject(group: String) -> String { "@" + group }
@@ -39,22 +39,31 @@ extension Store {
         return db.changes == 1
     }
 
-    /// The methods `user` (member of `groups`) may use, in order: LoginMethods.resolve over the
-    /// user's policy, the groups' and `global`. Nil: no method is left (group policies without
-    /// a method in common). `groups` is asked only when the user has no policy of their own
-    /// and the store holds some (resolving group names costs NSS lookups on every login).
-    public func loginMethods(user: String, groups: () -> [String], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
+    /// The policies that can apply to `user`, member of `groups`: the user's own; without one,
+    /// those of the groups that have one, in `groups`' order. `groups` is asked only when the
+    /// user has no policy of their own and the store holds some (resolving group names costs
+    /// NSS lookups on every login; a store without policies costs one indexed lookup). How
+    /// they combine is the caller's: `loginMethods` below (local mode), MethodRules.methods on
+    /// the validator, where groups only narrow its `methods=`.
+    public func applicablePolicies(user: String, groups: () -> [String]) throws(StoreError)
+        -> (own: LoginMethods?, groups: [(name: String, methods: LoginMethods)]) {
         // One indexed lookup for the common case, a store without policies.
         let any = try db.prepare("SELECT 1 FROM method_policies LIMIT 1")
         defer { any.reset() }
-        guard try any.step() else { return global ?? .standard }
-        let own = try methodPolicy(user)
+        guard try any.step() else { return (own: nil, groups: []) }
+        if let own = try methodPolicy(user) { return (own: own, groups: []) }
         var groupPolicies: [(name: String, methods: LoginMethods)] = []
-        if own == nil {
-            for group in groups() {
-                if let methods = try methodPolicy(Self.policySubject(group: group)) { groupPolicies.append((name: group, methods: methods)) }
-            }
+        for group in groups() {
+            if let methods = try methodPolicy(Self.policySubject(group: group)) { groupPolicies.append((name: group, methods: methods)) }
         }
-        return LoginMethods.resolve(user: own, groups: groupPolicies, global: global)
+        return (own: nil, groups: groupPolicies)
+    }
+
+    /// The methods `user` (member of `groups`) may use, in order: LoginMethods.resolve over the
+    /// user's policy, the groups' and `global`. Nil: no method is left (group policies without
+    /// a method in common).
+    public func loginMethods(user: String, groups: () -> [String], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
+        let policies = try applicablePolicies(user: user, groups: groups)
+        return LoginMethods.resolve(user: policies.own, groups: policies.groups, global: global)
     }
 }

@@ -25,6 +25,20 @@ struct MethodPolicyAPITests {
         return (laptop, try await HostAPITests.enroll(client, fixture, user, ["kind": "hotp"]).secret)
     }
 
+    /// laptopWithHOTP for alice, and bob with an HOTP token too; one online login of each on the
+    /// laptop, so each holds offline codes reserved there. Returns the laptop's credential and
+    /// alice's seed (her counter 0 is used).
+    static func laptopWithOfflineCodes(_ client: APIClient, _ fixture: ValidatorFixture) async throws -> (laptop: String, secret: String) {
+        let (laptop, secret) = try await laptopWithHOTP(client, fixture, "alice")
+        let (bobSecret, _) = try await HostAPITests.enroll(client, fixture, "bob", ["kind": "hotp"])
+        for (user, seed) in [("alice", secret), ("bob", bobSecret)] {
+            let online = try await client.call(.post, "/v1/verify", ["user": user, "passcode": Codes.hotp(seed, counter: 0)], bearer: laptop)
+            #expect(online.string("result") == "accept" && online["offline"] != nil, "\(online.text)")
+        }
+        #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "2")
+        return (laptop, secret)
+    }
+
     static func clearPolicy(_ fixture: ValidatorFixture, _ user: String) throws {
         _ = try PushAPITests.sql(fixture, "DELETE FROM method_policies WHERE subject = '\(user)'")
     }
@@ -174,13 +188,7 @@ struct MethodPolicyAPITests {
     func refusedOTPDropsOfflineCodes(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
-            let (laptop, secret) = try await Self.laptopWithHOTP(client, fixture, "alice")
-            let (bobSecret, _) = try await HostAPITests.enroll(client, fixture, "bob", ["kind": "hotp"])
-            for (user, seed) in [("alice", secret), ("bob", bobSecret)] {
-                let online = try await client.call(.post, "/v1/verify", ["user": user, "passcode": Codes.hotp(seed, counter: 0)], bearer: laptop)
-                #expect(online.string("result") == "accept" && online["offline"] != nil, "\(online.text)")
-            }
-            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "2")
+            let (laptop, secret) = try await Self.laptopWithOfflineCodes(client, fixture)
             try Self.setPolicy(fixture, "alice", "push,fido")
             let refused = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.hotp(secret, counter: 1)], bearer: laptop)
             #expect(refused.string("result") == "reject", "\(refused.text)")
@@ -196,13 +204,7 @@ struct MethodPolicyAPITests {
     func preflightWithoutOTPDropsOfflineCodes(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
-            let (laptop, secret) = try await Self.laptopWithHOTP(client, fixture, "alice")
-            let (bobSecret, _) = try await HostAPITests.enroll(client, fixture, "bob", ["kind": "hotp"])
-            for (user, seed) in [("alice", secret), ("bob", bobSecret)] {
-                let online = try await client.call(.post, "/v1/verify", ["user": user, "passcode": Codes.hotp(seed, counter: 0)], bearer: laptop)
-                #expect(online.string("result") == "accept" && online["offline"] != nil, "\(online.text)")
-            }
-            #expect(try PushAPITests.sql(fixture, "SELECT count(*) FROM offline_grants") == "2")
+            let (laptop, _) = try await Self.laptopWithOfflineCodes(client, fixture)
             try Self.setPolicy(fixture, "@kiosk", "push,fido")
             let bob = try await client.call(.post, "/v1/preflight", ["user": "bob"], bearer: laptop)
             #expect(bob.status == 200, "\(bob.text)")

@@ -209,8 +209,8 @@ struct RemoteVerification: PasscodeCheck {
         return .deviceApproval(request: opened.id, number: challenge.number, expires: opened.expires, prompt: prompt)
     }
 
-    /// The most a host request may carry: securotpd's BodyLimit.host (keep them equal).
-    static let maxRequestBytes = 64 * 1024
+    /// The most a host request may carry: securotpd's limit (HostRequestLimit).
+    static let maxRequestBytes = HostRequestLimit.bytes
 
     /// The preflight's body, with the user's groups; nil when larger than the validator takes.
     static func preflightBody(user: String, groups: [String]) -> SecretBytes? {

@@ -1,4 +1,5 @@
 import Hummingbird
+import SecurOTPCore
 
 /// Caps the request bodies a route group reads. A host request is a user name, a passcode
 /// and a challenge or offline-code report: a few hundred bytes. Without a cap a host could
@@ -6,9 +7,8 @@ import Hummingbird
 struct BodyLimit: RouterMiddleware {
     typealias Context = ValidatorRequestContext
 
-    /// Host requests: far above any real one, far below anything that costs memory or disk.
-    /// The module checks its preflight against the same number (RemoteVerification.maxRequestBytes).
-    static let host = 64 * 1024
+    /// Host requests: the limit the module checks its preflight against too (HostRequestLimit).
+    static let host = HostRequestLimit.bytes
 
     let bytes: Int
 

@@ -78,7 +78,7 @@ struct HostRoutes {
             guard check.refusal == nil else { throw ServiceError(.conflict, PushDecisions.noActiveDevice(user: body.user).message) }
             var opened = try await push.open(body, caller: caller)
             // No offline approval (typed like a passcode) for a user who may not use otp.
-            if !MethodRules.allowsOffline(check.methods) { opened.offline = nil }
+            if !MethodRules.allowsPasscodes(check.methods) { opened.offline = nil }
             return JSONResponse(opened, status: .created)
         }
         group.post("push/wait") { request, context in

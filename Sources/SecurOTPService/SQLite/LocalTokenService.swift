@@ -65,12 +65,13 @@ public final class LocalTokenService: TokenService {
             let active = try store.tokens(user: user).filter(\.isActive)
             // With the groups the host named (MethodRules.methods).
             let methods = try Self.loginMethods(store, user: user, groups: groups, global: globalMethods)
+            let passcodesAllowed = MethodRules.allowsPasscodes(methods)
             // Without otp the module drops its offline cache (and the codes it used offline,
             // which only a verify would report), so the host's reservations go now: no code
             // typed offline can be accepted online once otp is allowed again.
-            if MethodRules.refusal(.otp, methods) != nil { try tables.dropReservations(host: caller.name, user: user) }
+            if !passcodesAllowed { try tables.dropReservations(host: caller.name, user: user) }
             var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy, active: active,
-                                                                     passcodesAllowed: MethodRules.refusal(.otp, methods) == nil, now: Self.now())
+                                                                     passcodesAllowed: passcodesAllowed, now: Self.now())
             // A cloned credential counts too: such a user is asked for the key and denied,
             // never let through by `nullok`.
             if try !store.fidoCredentials(user: user).isEmpty { response.fido = true }
@@ -125,16 +126,11 @@ public final class LocalTokenService: TokenService {
     }
 
     /// The user's own policy, else `methods=` (or the standard order) narrowed by the policies
-    /// of `groups`, the host's word (MethodRules.methods).
+    /// of `groups`, the host's word (MethodRules.methods). The rows are read as in local mode
+    /// (Store.applicablePolicies): a store without policies costs one lookup, not one per group.
     static func loginMethods(_ store: Store, user: String, groups: [String] = [], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
-        let own = try store.methodPolicy(user)
-        var policies: [(name: String, methods: LoginMethods)] = []
-        if own == nil {
-            for group in groups {
-                if let methods = try store.methodPolicy(Store.policySubject(group: group)) { policies.append((name: group, methods: methods)) }
-            }
-        }
-        return MethodRules.methods(own: own, groups: policies, global: global)
+        let policies = try store.applicablePolicies(user: user, groups: { groups })
+        return MethodRules.methods(own: policies.own, groups: policies.groups, global: global)
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {

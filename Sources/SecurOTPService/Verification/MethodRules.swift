@@ -55,9 +55,10 @@ public enum MethodRules {
         return methods.explicit ? methods.order.map(\.rawValue) : nil
     }
 
-    /// Offline codes and offline push approvals are typed like passcodes: only for a user who
-    /// may use otp (docs/push.md, "Offline approval").
-    public static func allowsOffline(_ methods: LoginMethods?) -> Bool { methods?.allows(.otp) ?? false }
+    /// Whether the user may use otp: passcodes, and offline codes and offline push approvals,
+    /// which are typed like passcodes (docs/push.md, "Offline approval"). The same as
+    /// `refusal(.otp, methods) == nil`, without writing the refusal.
+    public static func allowsPasscodes(_ methods: LoginMethods?) -> Bool { methods?.allows(.otp) ?? false }
 }
 
 /// A host call's look at the user's methods (TokenService.methodCheck).

@@ -14,18 +14,22 @@ struct Policy: ContextCommand {
         discussion: """
         Methods: fido (a security key), push (approval on a device, remote mode), otp (every passcode: TOTP, HOTP, SecurID, OCRA, recovery codes). The first that succeeds wins; one the user cannot use right now (no key attached, touch refused, push refused or unreachable) hands over to the next. A user's own policy comes first, then the policies of the user's groups (with several, only the methods all of them allow), then methods= in securotp.conf, then fido,push,otp.
 
+        Policies are kept in the local store (read by the module in local mode and by a validator on this host), in PostgreSQL with --database URL, or on a validator with --server URL and an admin credential. A validator sends a user's order to hosts in remote mode and enforces it on every call; there a group's policy can only narrow the validator's methods=, never add to it, since the host names the groups.
+
         Examples:
           securotp policy alice --methods fido,otp
           securotp policy @contractors --methods otp
           securotp policy alice                 # shows alice's policy
           securotp policy alice --clear
           securotp policy                       # lists every policy
+          securotp policy --server https://otp.example.com:8443 alice --methods otp
         """
     )
 
     @OptionGroup var global: GlobalOptions
     @Argument(help: "A user, or @GROUP; none lists every policy.") var subject: String?
-    @Option(help: "Methods in order, separated by commas: fido, push, otp.") var methods: String?
+    @Option(help: ArgumentHelp("Set the policy: methods in order, separated by commas, each once, from fido, push, otp (e.g. fido,otp). Without it or --clear, the policy is shown.",
+                               valueName: "LIST")) var methods: String?
     @Flag(help: "Remove the policy: the groups' or the global methods apply again.") var clear = false
 
     func run(in context: CommandContext) async throws {
@@ -43,7 +47,8 @@ struct Policy: ContextCommand {
             try Store.validate(user: group) // group names follow the same rules as user names
             key = Store.policySubject(group: group)
         } else {
-            // On the validator's machine and on hosts alike, NSS's spelling (the module's).
+            // This machine's NSS spelling (the one the module looks up), except with --server:
+            // the validator's users need not be known here, so the name goes as given.
             key = context.isRemote ? subject : CommandContext.canonical(subject)
             try Store.validate(user: key)
         }
