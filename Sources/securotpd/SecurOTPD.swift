@@ -24,7 +24,7 @@ struct SecurOTPD: AsyncParsableCommand {
 
         Several nodes share one PostgreSQL database: --database postgres://user:password@db/securotp (every node needs the same key file). See docs/validator.md.
 
-        Idle connections: one with no request in progress (before its first, between requests, or sending one too slowly) is closed after idle_timeout seconds (default 60, 1-3600); a waiting long-poll counts as in progress. For clients that keep connections open longer: idle_timeout = 300 in securotpd.conf, or SECUROTPD_IDLE_TIMEOUT=300. Every setting: securotpd(8).
+        Idle connections: one with no request in progress (before its first, between requests, or sending one too slowly) is closed after idle_timeout seconds (default 60, 1-3600), and so is one whose request body is not in within that time of its head; a waiting long-poll counts as in progress. For clients that keep connections open longer: idle_timeout = 300 in securotpd.conf, or SECUROTPD_IDLE_TIMEOUT=300. Every setting: securotpd(8).
         """,
         version: SecurOTPVersion.string
     )
