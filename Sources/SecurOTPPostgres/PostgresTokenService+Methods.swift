@@ -16,17 +16,28 @@ extension PostgresTokenService {
     /// `connection` (preflight reads them with the user's tokens).
     func loginMethods(user: String, groups: [String], _ connection: PostgresConnection) async throws -> LoginMethods? {
         let subjects = [user] + groups.map(Store.policySubject(group:))
-        var rows: [String: LoginMethods] = [:]
+        var texts: [String: String] = [:]
         for try await (subject, text) in try await connection.query("SELECT subject, methods FROM method_policies WHERE subject = ANY(\(subjects))",
                                                                     logger: logger).decode((String, String).self) {
-            // A row that no longer parses (a newer securotp's) fails closed.
-            guard let methods = LoginMethods(parsing: text) else {
-                throw ServiceError(.database, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
-            }
-            rows[subject] = methods
+            texts[subject] = text
         }
-        let policies = groups.compactMap { group in rows[Store.policySubject(group: group)].map { (name: group, methods: $0) } }
-        return MethodRules.methods(own: rows[user], groups: policies, global: settings.methods)
+        // A row that no longer parses (a newer securotp's) fails closed; as in the SQLite store,
+        // the groups' rows are read only for a user without a policy of their own.
+        func parsed(_ subject: String) throws(ServiceError) -> LoginMethods? {
+            guard let text = texts[subject] else { return nil }
+            guard let methods = LoginMethods(parsing: text) else {
+                throw ServiceError(.corrupt, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
+            }
+            return methods
+        }
+        let own = try parsed(user)
+        var policies: [(name: String, methods: LoginMethods)] = []
+        if own == nil {
+            for group in groups {
+                if let methods = try parsed(Store.policySubject(group: group)) { policies.append((name: group, methods: methods)) }
+            }
+        }
+        return MethodRules.methods(own: own, groups: policies, global: settings.methods)
     }
 
     public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {

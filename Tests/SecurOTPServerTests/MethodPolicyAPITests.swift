@@ -116,6 +116,14 @@ struct MethodPolicyAPITests {
             #expect(try await methods("alice", ["kiosk"]) as? [String] == [], "nothing left: an empty list")
             try Self.setPolicy(fixture, "alice", "fido")
             #expect(try await methods("alice", ["contractors"]) as? [String] == ["fido"], "the user's own policy comes first")
+            // A row that no longer parses (a newer securotp's) fails closed, and only when read:
+            // both stores read the groups' rows only for a user without a policy of their own.
+            try Self.setPolicy(fixture, "@broken", "fido,teleport")
+            #expect(try await methods("alice", ["broken"]) as? [String] == ["fido"], "alice's own policy; @broken's row unread")
+            _ = try PushAPITests.sql(fixture, "DELETE FROM method_policies WHERE subject = 'alice'")
+            let unreadable = try await client.call(.post, "/v1/preflight", ["user": "alice", "groups": ["broken"]], bearer: fixture.host)
+            #expect(unreadable.status >= 500, "fails closed: \(unreadable.status) \(unreadable.text)")
+            _ = try PushAPITests.sql(fixture, "DELETE FROM method_policies WHERE subject = '@broken'")
 
             let tooMany = try await client.call(.post, "/v1/preflight", ["user": "alice", "groups": (0...MethodRules.maxGroups).map { "g\($0)" }],
                                                 bearer: fixture.host)
