@@ -212,16 +212,14 @@ static void close_device(fido_dev_t *device) {
     fido.dev_free(&device);
 }
 
-/* 1 when the key at `path` refuses an assertion for a credential it does not hold before it
-   asks for a touch. CTAP 2.1 moved that check before user presence; a CTAP 2.0 key may wait
-   for the touch first (CTAP 2.0, authenticatorGetAssertion steps 7 and 8), so it is probed.
-   A U2F-only key qualifies: libfido2 checks each key handle on it without a touch first. */
-static int refuses_before_touch(const char *path) {
-    int code;
-    fido_dev_t *device = open_device(path, 5000, &code);
-    if (device == NULL) return 0;
-    int result = !fido.dev_is_fido2(device);
-    fido_cbor_info_t *info = result ? NULL : fido.cbor_info_new();
+/* 1 when the open key refuses an assertion for a credential it does not hold before it asks
+   for a touch. CTAP 2.1 moved that check before user presence; a CTAP 2.0 key may wait for the
+   touch first (CTAP 2.0, authenticatorGetAssertion steps 7 and 8), so it is probed. A U2F-only
+   key qualifies: libfido2 checks each key handle on it without a touch first. */
+static int refuses_before_touch(fido_dev_t *device) {
+    if (!fido.dev_is_fido2(device)) return 1;
+    int result = 0;
+    fido_cbor_info_t *info = fido.cbor_info_new();
     if (info != NULL && fido.dev_get_cbor_info(device, info) == FIDO_OK) {
         char **versions = fido.cbor_info_versions_ptr(info);
         size_t count = fido.cbor_info_versions_len(info);
@@ -229,7 +227,6 @@ static int refuses_before_touch(const char *path) {
             result = versions[i] != NULL && strcmp(versions[i], "FIDO_2_1") == 0;
     }
     if (info != NULL) fido.cbor_info_free(&info);
-    close_device(device);
     return result;
 }
 
@@ -247,31 +244,31 @@ int securotp_fido_find(const securotp_fido_credentials *credentials, int probe_o
     }
     int result = SECUROTP_FIDO_NO_DEVICE;
     fail(error, found == 0 ? "no security key attached" : "no attached security key holds the user's credentials", FIDO_OK);
-    /* One key, nothing to ask before the touch, and a key that answers "no credentials" before
-       asking for one: the assertion itself tells whether the key holds the credential, so the
-       probe (a key round trip, and a counter step on many keys) is saved. */
-    const char *only = found == 1 && !probe_only_key ? fido.dev_info_path(fido.dev_info_ptr(list, 0)) : NULL;
-    if (only != NULL && strlen(only) < 256 && refuses_before_touch(only)) {
-        snprintf(path, 256, "%s", only);
-        *probed = 0;
-        result = SECUROTP_FIDO_OK;
-    }
     for (size_t i = 0; i < found && result == SECUROTP_FIDO_NO_DEVICE; i++) {
         const char *candidate = fido.dev_info_path(fido.dev_info_ptr(list, i));
         if (candidate == NULL || strlen(candidate) >= 256) continue;
         int code;
         fido_dev_t *device = open_device(candidate, 5000, &code);
         if (device == NULL) continue;
-        /* A throwaway challenge: a silent probe proves nothing and is never verified. */
-        uint8_t probe[32] = {0};
-        fido_assert_t *assertion = new_assertion(credentials, probe, SECUROTP_FIDO_FALSE, SECUROTP_FIDO_OMIT, error);
-        if (assertion != NULL) {
-            code = fido.dev_get_assert(device, assertion, NULL);
-            if (code == FIDO_OK) {
-                snprintf(path, 256, "%s", candidate);
-                result = SECUROTP_FIDO_OK;
+        if (found == 1 && !probe_only_key && refuses_before_touch(device)) {
+            /* One key, nothing to ask before the touch, and "no credentials" comes before any
+               touch: the assertion itself is the test, so the probe (a signature round trip,
+               and a counter step on many keys) is saved. */
+            snprintf(path, 256, "%s", candidate);
+            *probed = 0;
+            result = SECUROTP_FIDO_OK;
+        } else {
+            /* A throwaway challenge: a silent probe proves nothing and is never verified. */
+            uint8_t probe[32] = {0};
+            fido_assert_t *assertion = new_assertion(credentials, probe, SECUROTP_FIDO_FALSE, SECUROTP_FIDO_OMIT, error);
+            if (assertion != NULL) {
+                code = fido.dev_get_assert(device, assertion, NULL);
+                if (code == FIDO_OK) {
+                    snprintf(path, 256, "%s", candidate);
+                    result = SECUROTP_FIDO_OK;
+                }
+                fido.assert_free(&assertion);
             }
-            fido.assert_free(&assertion);
         }
         close_device(device);
     }
