@@ -60,8 +60,12 @@ extension PostgresTokenService {
         for (index, job) in jobs.enumerated() {
             do {
                 // unnest gives every user asked about a row; a missing one fails closed.
-                guard let (snapshot, key) = reads[job.call.user] else { throw StoreError(.database, "no row was read for \(job.call.user)") }
-                let outcome = try HostVerification.verify(job.call, VerifyReads(failureKey: key, snapshot: snapshot), engine: self.engine,
+                guard let (snapshot, key, ownPolicy) = reads[job.call.user] else { throw StoreError(.database, "no row was read for \(job.call.user)") }
+                // The user's methods from the same read (no round trip of their own). The batch
+                // serves only hosts that keep no offline codes, so none are dropped here.
+                var call = job.call
+                call.passcodeRefusal = MethodRules.refusal(.otp, try self.methods(user: job.call.user, ownPolicy: ownPolicy))
+                let outcome = try HostVerification.verify(call, VerifyReads(failureKey: key, snapshot: snapshot), engine: self.engine,
                                                           policy: self.settings.policy, now: now)
                 decided.append((index, key ?? job.call.user,
                                 PostgresWrites.ops(outcome.changes.writes, challenge: outcome.changes.challenge, audit: outcome.changes.audit)))

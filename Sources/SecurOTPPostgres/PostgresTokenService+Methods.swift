@@ -25,9 +25,7 @@ extension PostgresTokenService {
         // the groups' rows are read only for a user without a policy of their own.
         func parsed(_ subject: String) throws(ServiceError) -> LoginMethods? {
             guard let text = texts[subject] else { return nil }
-            guard let methods = LoginMethods(parsing: text) else {
-                throw ServiceError(.corrupt, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
-            }
+            guard let methods = LoginMethods(parsing: text) else { throw Self.unreadablePolicy(subject, text) }
             return methods
         }
         let own = try parsed(user)
@@ -38,6 +36,19 @@ extension PostgresTokenService {
             }
         }
         return MethodRules.methods(own: own, groups: policies, global: settings.methods)
+    }
+
+    /// The user's methods from their own policy row as read (`ownPolicy`), else `methods=`:
+    /// what `/v1/verify` applies, in the verification batch.
+    func methods(user: String, ownPolicy: String?) throws(ServiceError) -> LoginMethods? {
+        guard let ownPolicy else { return MethodRules.methods(own: nil, groups: [], global: settings.methods) }
+        guard let own = LoginMethods(parsing: ownPolicy) else { throw Self.unreadablePolicy(user, ownPolicy) }
+        return MethodRules.methods(own: own, groups: [], global: settings.methods)
+    }
+
+    /// A row that no longer parses (a newer securotp's): the caller fails closed.
+    static func unreadablePolicy(_ subject: String, _ text: String) -> ServiceError {
+        ServiceError(.corrupt, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
     }
 
     public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {

@@ -94,33 +94,38 @@ extension PostgresTokenService {
     /// knows nothing of, the failure row unknown names share, returned as the failure key (as
     /// `lockUser` does). Keyed by user name.
     func verificationReads(users: [String], _ connection: PostgresConnection) async throws
-        -> [String: (snapshot: VerifySnapshot, failureKey: String?)] {
-        struct Collected { var known = false, own = UserState.clear, shared = UserState.clear, tokens: [TokenSnapshot] = [] }
+        -> [String: (snapshot: VerifySnapshot, failureKey: String?, policy: String?)] {
+        struct Collected {
+            var known = false, own = UserState.clear, shared = UserState.clear, tokens: [TokenSnapshot] = [], policy: String?
+        }
         var collected: [String: Collected] = [:]
         for try await row in try await connection.execute(VerificationRead(users: users), logger: logger) {
             var entry = collected[row.user] ?? Collected()
             entry.known = entry.known || row.hasRecoveryCodes || row.hasToken
             entry.own = row.own
             entry.shared = row.shared
+            entry.policy = row.policy
             if let token = row.token { entry.tokens.append(token) }
             collected[row.user] = entry
         }
         return collected.mapValues { entry in
-            entry.known ? (VerifySnapshot(failures: entry.own, tokens: entry.tokens), nil)
-                : (VerifySnapshot(failures: entry.shared), Store.unresolvedUsersKey)
+            entry.known ? (VerifySnapshot(failures: entry.own, tokens: entry.tokens), nil, entry.policy)
+                : (VerifySnapshot(failures: entry.shared), Store.unresolvedUsersKey, entry.policy)
         }
     }
 
     /// Per user asked about, one row per active token (a row of NULL token columns when there
-    /// is none), each with the failure rows and whether unused recovery codes exist. Decoded
+    /// is none), each with the failure rows, whether unused recovery codes exist and the
+    /// user's own method policy (`/v1/verify` applies no group's: MethodRules). Decoded
     /// by position: the columns are fixed here, and a row is decoded per verification.
     struct VerificationRead: PostgresPreparedStatement {
         static let sql = """
             SELECT asked.name, EXISTS (SELECT 1 FROM recovery_codes WHERE "user" = asked.name AND used = 0),
-                   own.failures, own.locked_until, shared.failures, shared.locked_until, t.*
+                   own.failures, own.locked_until, shared.failures, shared.locked_until, own_policy.methods, t.*
             FROM unnest($1::text[]) AS asked(name)
             LEFT JOIN users own ON own.name = asked.name
             LEFT JOIN users shared ON shared.name = $2
+            LEFT JOIN method_policies own_policy ON own_policy.subject = asked.name
             LEFT JOIN LATERAL (SELECT \(tokenColumns), sealed_seed, pin_hash FROM tokens
                                WHERE "user" = asked.name AND state = 'active') AS t ON true
             ORDER BY asked.name, t.created, t.serial
@@ -132,6 +137,8 @@ extension PostgresTokenService {
             var hasRecoveryCodes: Bool
             var own: UserState
             var shared: UserState
+            /// The user's own `method_policies` row, as stored.
+            var policy: String?
             var hasToken: Bool
             /// nil also for a damaged row, which is skipped as in SQLite.
             var token: TokenSnapshot?
@@ -152,7 +159,8 @@ extension PostgresTokenService {
                 guard let failures, let lockedUntil else { return .clear }
                 return UserState(failures: Int(clamping: failures), lockedUntil: lockedUntil)
             }
-            var read = Row(user: try next(), hasRecoveryCodes: try next(), own: try state(), shared: try state(), hasToken: false)
+            var read = Row(user: try next(), hasRecoveryCodes: try next(), own: try state(), shared: try state(), policy: try next(),
+                           hasToken: false)
             guard let serial: String = try next() else { return read }
             read.hasToken = true
             var token = TokenRow()

@@ -53,15 +53,15 @@ extension PostgresTokenService {
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
         var call = try VerifyCall(request, caller: caller)
-        // One read of the user's policy for every verification (MethodRules); a refused
-        // passcode is then decided like any other, against no token.
+        // The batch reads the user's policy with the tokens (MethodRules); a refused passcode is
+        // then decided like any other, against no token.
+        if call.readsTokensOnly, let response = try await verifyInBatch(call) {
+            return response
+        }
         call.passcodeRefusal = MethodRules.refusal(.otp, try await loginMethods(user: call.user, caller: caller))
         // Offline codes are passcodes: the host's reservations for the user go with otp
         // (docs/design.md, "Login methods in remote mode").
         if call.passcodeRefusal != nil { try await dropOfflineGrants(host: caller.name, user: call.user) }
-        if call.readsTokensOnly, let response = try await verifyInBatch(call) {
-            return response
-        }
         return try await verifyLocked(call)
     }
 
