@@ -215,9 +215,10 @@ static void close_device(fido_dev_t *device) {
 /* 1 when the open key refuses an assertion for a credential it does not hold before it asks
    for a touch. CTAP 2.1 moved that check before user presence; a CTAP 2.0 key may wait for the
    touch first (CTAP 2.0, authenticatorGetAssertion steps 7 and 8), so it is probed. A U2F-only
-   key qualifies: libfido2 checks each key handle on it without a touch first. */
-static int refuses_before_touch(fido_dev_t *device) {
-    if (!fido.dev_is_fido2(device)) return 1;
+   key qualifies for named credentials: libfido2 checks each key handle on it without a touch
+   first (U2F has no resident credentials). */
+static int refuses_before_touch(fido_dev_t *device, const securotp_fido_credentials *credentials) {
+    if (!fido.dev_is_fido2(device)) return credentials->credential_count > 0;
     int result = 0;
     fido_cbor_info_t *info = fido.cbor_info_new();
     if (info != NULL && fido.dev_get_cbor_info(device, info) == FIDO_OK) {
@@ -250,7 +251,7 @@ int securotp_fido_find(const securotp_fido_credentials *credentials, int probe_o
         int code;
         fido_dev_t *device = open_device(candidate, 5000, &code);
         if (device == NULL) continue;
-        if (found == 1 && !probe_only_key && refuses_before_touch(device)) {
+        if (found == 1 && !probe_only_key && refuses_before_touch(device, credentials)) {
             /* One key, nothing to ask before the touch, and "no credentials" comes before any
                touch: the assertion itself is the test, so the probe (a signature round trip,
                and a counter step on many keys) is saved. */

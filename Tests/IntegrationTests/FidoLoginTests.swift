@@ -150,9 +150,13 @@ struct FidoLoginTests {
         // A foreign key the user would have to touch: a CTAP 2.0 one asks for the touch before it
         // says it holds nothing, so without the probe the login would end there (a refused touch).
         // (A wrong code each time: the point is the prompt, and a right one is good once per step.)
-        for foreign in [SoftKey(box, name: "other.state").refusing(), SoftKey(box, name: "other.state").refusing().speakingCTAP21()] {
+        // A 2.1 key set to alwaysUv refuses the unprobed assertion before it looks for the
+        // credential: the probe then decides, as for any other answer that settles nothing.
+        let foreignKeys = [SoftKey(box, name: "other.state").refusing(), SoftKey(box, name: "other.state").refusing().speakingCTAP21(),
+                           SoftKey(box, name: "other.state").speakingCTAP21().requiringUVAlways()]
+        for foreign in foreignKeys {
             let login = try foreign.login(box, service, "root", [try Oath.wrongTOTP(token.secret)])
-            #expect(login.prompts == [PAM.defaultPrompt], "CTAP 2.1: \(foreign.ctap21): the code prompt follows, no touch asked: \(login)")
+            #expect(login.prompts == [PAM.defaultPrompt], "CTAP 2.1: \(foreign.ctap21), alwaysUv: \(foreign.alwaysUV): the code prompt follows, no touch asked: \(login)")
             #expect(login.status == PAM.authError, "\(login)")
         }
     }

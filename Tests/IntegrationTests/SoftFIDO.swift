@@ -53,6 +53,8 @@ struct SoftKey {
     var builtinUV = false
     /// CTAP 2.1 (SOFTFIDO_CTAP=2.1), else 2.0.
     var ctap21 = false
+    /// alwaysUv (SOFTFIDO_ALWAYS_UV=1).
+    var alwaysUV = false
 
     init(_ box: Sandbox, name: String = "softfido.state") { state = box.path(name) }
 
@@ -64,6 +66,7 @@ struct SoftKey {
             "SOFTFIDO_PIN": pin,
             "SOFTFIDO_UV": builtinUV ? "1" : "",
             "SOFTFIDO_CTAP": ctap21 ? "2.1" : "",
+            "SOFTFIDO_ALWAYS_UV": alwaysUV ? "1" : "",
             "SOFTFIDO_ATTESTATION": "",
             "SOFTFIDO_DEBUG": "",
         ]
@@ -78,6 +81,12 @@ struct SoftKey {
     func speakingCTAP21() -> SoftKey {
         var key = self
         key.ctap21 = true
+        return key
+    }
+
+    func requiringUVAlways() -> SoftKey {
+        var key = self
+        key.alwaysUV = true
         return key
     }
 

@@ -18,6 +18,8 @@
  *                               it, a wrong one is CTAP2_ERR_PIN_INVALID and costs a retry.
  *   SOFTFIDO_UV=1               built-in user verification ("uv" option, a fingerprint reader).
  *   SOFTFIDO_ATTESTATION=self   packed self attestation instead of basic attestation with x5c.
+ *   SOFTFIDO_ALWAYS_UV=1        alwaysUv (CTAP 2.1): every assertion needs the PIN or UV, and one
+ *                               without is refused (PIN_REQUIRED) before credentials are looked for.
  *   SOFTFIDO_CTAP=2.1           the key also speaks CTAP 2.1 (GetInfo lists FIDO_2_1): an assertion
  *                               for a credential it does not hold fails before the touch. Without
  *                               it, a CTAP 2.0 key, which asks for the touch first.
@@ -686,6 +688,11 @@ static bool builtin_uv(void) {
     return uv != NULL && uv[0] == '1';
 }
 
+static bool always_uv(void) {
+    const char *always = getenv("SOFTFIDO_ALWAYS_UV");
+    return always != NULL && always[0] == '1';
+}
+
 static bool speaks_ctap21(void) {
     const char *version = getenv("SOFTFIDO_CTAP");
     return version != NULL && strcmp(version, "2.1") == 0;
@@ -1194,6 +1201,8 @@ static int get_assertion(struct in *in, struct out *o, struct state *s, bool *di
     bool verified;
     int status = user_verification(pin_auth, pin_auth_length, have_pin_auth, pin_protocol, uv, cdh, &verified);
     if (status != ST_OK) return status;
+    /* alwaysUv (CTAP 2.1): checked before the credentials are looked for. */
+    if (always_uv() && !verified) return ST_PIN_REQUIRED;
 
     unsigned char rp_hash[32];
     sha256(rp_id, strlen(rp_id), rp_hash);

@@ -42,21 +42,25 @@ enum FidoTouch {
         var errorText = [CChar](repeating: 0, count: Int(SECUROTP_FIDO_ERROR))
         var cueShown = false
         for credential in credentials {
-            var path = [CChar](repeating: 0, count: 256)
-            var probed: Int32 = 1
-            let mustProbe: Int32 = credential.pin || credential.verification ? 1 : 0
-            let found = withRequest(credential, origin: credential.origin) { request in
-                securotp_fido_find(request, mustProbe, &path, &probed, &errorText)
+            var mustProbe: Int32 = credential.pin || credential.verification ? 1 : 0
+            while true {
+                var path = [CChar](repeating: 0, count: 256)
+                var probed: Int32 = 1
+                let found = withRequest(credential, origin: credential.origin) { request in
+                    securotp_fido_find(request, mustProbe, &path, &probed, &errorText)
+                }
+                guard found == Int32(SECUROTP_FIDO_OK) else {
+                    login.session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): \(text(errorText))")
+                    break
+                }
+                if let result = touch(login, credential, clientDataHash: clientDataHash, path: path, probed: probed != 0, cueShown: &cueShown) {
+                    return (credential, result)
+                }
+                // The unprobed assertion settled nothing (no credential there, or the key wants
+                // something first): the probe decides, as pam_u2f's search would have.
+                login.session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): the key answered \(text(errorText)); probing it")
+                mustProbe = 1
             }
-            guard found == Int32(SECUROTP_FIDO_OK) else {
-                login.session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): \(text(errorText))")
-                continue
-            }
-            guard let result = touch(login, credential, clientDataHash: clientDataHash, path: path, probed: probed != 0, cueShown: &cueShown) else {
-                login.session.debugLog("FIDO: credential \(credential.serial) of \(login.shownUser): not on the attached key")
-                continue
-            }
-            return (credential, result)
         }
         login.session.log(.fidoNoKeyAttached, LOG_NOTICE, "FIDO: no attached security key holds a credential of \(login.shownUser)")
         return nil
@@ -64,7 +68,8 @@ enum FidoTouch {
 
     /// The PIN (for `+pin`), the cue (once per login), and one assertion over `clientDataHash`
     /// with `up` per `presence` and `uv` per `verification`, on the key at `path`. Nil when the
-    /// key was not probed and does not hold the credential: the caller tries the next one.
+    /// key was not probed and answered neither a signature nor a refused touch: the caller
+    /// probes it.
     private static func touch(_ login: LoginContext, _ credential: FidoCredential, clientDataHash: [UInt8], path: [CChar], probed: Bool,
                               cueShown: inout Bool) -> Result? {
         let session = login.session
@@ -93,7 +98,8 @@ enum FidoTouch {
                 securotp_fido_assert(path, request, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, &assertion, &errorText)
             }
         let shownKey = "credential \(credential.serial) of \(login.shownUser)"
-        if !probed && result == Int32(SECUROTP_FIDO_NO_DEVICE) { return nil }
+        // Unprobed, only a signature or a touch not given is the key's word on this credential.
+        if !probed && result != Int32(SECUROTP_FIDO_OK) && result != Int32(SECUROTP_FIDO_DENIED) { return nil }
         guard result == Int32(SECUROTP_FIDO_OK) else {
             switch Int(result) {
             case Int(SECUROTP_FIDO_DENIED): session.log(.fidoNotTouched, LOG_NOTICE, "FIDO: \(shownKey): the key was not touched (\(text(errorText)))")
