@@ -62,14 +62,28 @@ public enum PAMAuthentication {
         // policy, the groups', `methods=`, else FIDO then passcodes. Names NSS does not know
         // get the global order, like everyone without a policy.
         let methods: LoginMethods?
+        var groupsUnreadable = false
         do {
             methods = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) in
-                try store.loginMethods(user: login.known ? login.user : "", groups: { groups ?? account?.groupNames() ?? [] }, global: settings.methods)
+                try store.loginMethods(user: login.known ? login.user : "", groups: { () throws(StoreError) -> [String] in
+                    // As in remote mode: groups only narrow, so a user whose groups cannot be
+                    // read would lose their policies; the login fails closed instead.
+                    guard let account else { return [] }
+                    guard let names = groups ?? account.groupNames() else {
+                        groupsUnreadable = true
+                        throw StoreError(.system, "cannot read the groups of \(login.shownUser) through NSS")
+                    }
+                    return names
+                }, global: settings.methods)
             }
         } catch {
-            // An unavailable store is reported by the passcode step as before; a policy that
-            // cannot be read fails closed: prompted and refused, no method used.
-            session.log(.methodsUnreadable, LOG_ERR, "cannot read the login methods of \(login.shownUser), refusing: \(error.message)")
+            // An unavailable store is reported by the passcode step as before; a policy (or the
+            // groups it depends on) that cannot be read fails closed: prompted and refused.
+            if groupsUnreadable {
+                session.log(.groupsUnreadable, LOG_ERR, "\(error.message); refusing")
+            } else {
+                session.log(.methodsUnreadable, LOG_ERR, "cannot read the login methods of \(login.shownUser), refusing: \(error.message)")
+            }
             var check = LocalVerification(login, codes: .refused(ignorable: false))
             return converse(&check, login)
         }

@@ -44,8 +44,9 @@ extension Store {
     /// user has no policy of their own and the store holds some (resolving group names costs
     /// NSS lookups on every login; a store without policies costs one indexed lookup). How
     /// they combine is the caller's: `loginMethods` below (local mode), MethodRules.methods on
-    /// the validator, where groups only narrow its `methods=`.
-    public func applicablePolicies(user: String, groups: () -> [String]) throws(StoreError)
+    /// the validator, where groups only narrow its `methods=`. A `groups` that cannot answer
+    /// throws: leaving a group out could only widen the methods.
+    public func applicablePolicies(user: String, groups: () throws(StoreError) -> [String]) throws(StoreError)
         -> (own: LoginMethods?, groups: [(name: String, methods: LoginMethods)]) {
         // One indexed lookup for the common case, a store without policies.
         let any = try db.prepare("SELECT 1 FROM method_policies LIMIT 1")
@@ -53,7 +54,7 @@ extension Store {
         guard try any.step() else { return (own: nil, groups: []) }
         if let own = try methodPolicy(user) { return (own: own, groups: []) }
         var groupPolicies: [(name: String, methods: LoginMethods)] = []
-        for group in groups() {
+        for group in try groups() {
             if let methods = try methodPolicy(Self.policySubject(group: group)) { groupPolicies.append((name: group, methods: methods)) }
         }
         return (own: nil, groups: groupPolicies)
@@ -62,7 +63,7 @@ extension Store {
     /// The methods `user` (member of `groups`) may use, in order: LoginMethods.resolve over the
     /// user's policy, the groups' and `global`. Nil: no method is left (group policies without
     /// a method in common).
-    public func loginMethods(user: String, groups: () -> [String], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
+    public func loginMethods(user: String, groups: () throws(StoreError) -> [String], global: LoginMethods?) throws(StoreError) -> LoginMethods? {
         let policies = try applicablePolicies(user: user, groups: groups)
         return LoginMethods.resolve(user: policies.own, groups: policies.groups, global: global)
     }

@@ -52,6 +52,10 @@ import Testing
         try store.setMethodPolicy("@staff", try #require(LoginMethods(parsing: "fido,otp")))
         #expect(try store.loginMethods(user: "alice", groups: { ["staff"] }, global: global)?.order == [.fido, .otp])
         #expect(try store.loginMethods(user: "bob", groups: { ["other"] }, global: global) == global)
+        // Groups that cannot be read (NSS failing) fail the lookup: skipping them could only widen.
+        #expect(throws: StoreError.self) {
+            try store.loginMethods(user: "bob", groups: { () throws(StoreError) -> [String] in throw StoreError(.system, "NSS") }, global: global)
+        }
         try store.setMethodPolicy("alice", try #require(LoginMethods(parsing: "push")))
         #expect(try store.loginMethods(user: "alice", groups: { ["staff"] }, global: global)?.order == [.push])
         try store.setMethodPolicy("alice", try #require(LoginMethods(parsing: "otp,fido")))
