@@ -153,7 +153,11 @@ final class RequestParts: @unchecked Sendable {
             switch part {
             case .head(let head) where bodyDone:
                 bodyDone = false
-                if let deadline {
+                // Only a request that announces a body: the end of an empty one is read only
+                // after its responder returns, and a slow answer is no slow client.
+                let announcesBody = head.headerFields[.transferEncoding] != nil
+                    || (head.headerFields[.contentLength].map { $0 != "0" } ?? false)
+                if let deadline, announcesBody {
                     let channel = channel
                     bodyTimer = channel.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
                 }
