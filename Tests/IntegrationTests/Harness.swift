@@ -218,7 +218,13 @@ enum Run {
             for pointer in envp { free(pointer) }
         }
         var pid: pid_t = 0
-        let code = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        var code = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        // A file the test wrote is busy while a child another thread forked holds a copy of the
+        // writing descriptor; close-on-exec (Sandbox.write) ends that at the child's exec, soon.
+        for _ in 0..<40 where code == ETXTBSY {
+            usleep(50_000)
+            code = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        }
         guard code == 0 else {
             throw HarnessError("cannot start \(executable): \(String(cString: strerror(code)))")
         }
@@ -290,10 +296,13 @@ final class Sandbox {
     /// with ETXTBSY ("Text file busy"). Scripts are still best run as `/bin/sh FILE`, which
     /// only reads the file: a fork's copy lives until its exec, and no flag closes it sooner.
     func write(_ text: String, to path: String, mode: mode_t = 0o644) throws {
+        try write(bytes: Array(text.utf8), to: path, mode: mode)
+    }
+
+    func write(bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw HarnessError("cannot write \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
-        let bytes = Array(text.utf8)
         var written = 0
         while written < bytes.count {
             let count = bytes[written...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }

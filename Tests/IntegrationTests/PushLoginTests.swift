@@ -266,7 +266,9 @@ struct PushLoginTests {
         let box = try Sandbox()
         let validator = try PushValidator(box)
         let sudo = box.path("sudo")
-        try FileManager.default.copyItem(atPath: try Binaries.pamCheck(), toPath: sudo)
+        // A copy (the module checks /proc/self/exe, which a link would not change), written
+        // close-on-exec: FileManager's copy let forked children keep it busy (ETXTBSY in CI).
+        try box.write(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: try Binaries.pamCheck()))), to: sudo, mode: 0o755)
         let service = try validator.service(box)
         let login = try box.login(service, "root", ["123456", String(repeating: "x", count: 400)], pamCheck: sudo)
         #expect(login.status == PAM.success, "\(login)")
