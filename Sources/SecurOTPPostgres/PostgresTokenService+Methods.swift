@@ -21,18 +21,13 @@ extension PostgresTokenService {
                                                                     logger: logger).decode((String, String).self) {
             texts[subject] = text
         }
-        // A row that no longer parses (a newer securotp's) fails closed; as in the SQLite store,
-        // the groups' rows are read only for a user without a policy of their own.
-        func parsed(_ subject: String) throws(ServiceError) -> LoginMethods? {
-            guard let text = texts[subject] else { return nil }
-            guard let methods = LoginMethods(parsing: text) else { throw Self.unreadablePolicy(subject, text) }
-            return methods
-        }
-        let own = try parsed(user)
+        // As in the SQLite store, the groups' rows are read only for a user without a policy of their own.
+        let own = try Self.policy(user, texts[user])
         var policies: [(name: String, methods: LoginMethods)] = []
         if own == nil {
             for group in groups {
-                if let methods = try parsed(Store.policySubject(group: group)) { policies.append((name: group, methods: methods)) }
+                let subject = Store.policySubject(group: group)
+                if let methods = try Self.policy(subject, texts[subject]) { policies.append((name: group, methods: methods)) }
             }
         }
         return MethodRules.methods(own: own, groups: policies, global: settings.methods)
@@ -41,14 +36,17 @@ extension PostgresTokenService {
     /// The user's methods from their own policy row as read (`ownPolicy`), else `methods=`:
     /// what `/v1/verify` applies, in the verification batch.
     func methods(user: String, ownPolicy: String?) throws(ServiceError) -> LoginMethods? {
-        guard let ownPolicy else { return MethodRules.methods(own: nil, groups: [], global: settings.methods) }
-        guard let own = LoginMethods(parsing: ownPolicy) else { throw Self.unreadablePolicy(user, ownPolicy) }
-        return MethodRules.methods(own: own, groups: [], global: settings.methods)
+        MethodRules.methods(own: try Self.policy(user, ownPolicy), groups: [], global: settings.methods)
     }
 
-    /// A row that no longer parses (a newer securotp's): the caller fails closed.
-    static func unreadablePolicy(_ subject: String, _ text: String) -> ServiceError {
-        ServiceError(.corrupt, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
+    /// The policy row of `subject` as stored (`text`; nil: none). A row that no longer parses
+    /// (a newer securotp's) is an error, not "no policy": the caller fails closed.
+    static func policy(_ subject: String, _ text: String?) throws(ServiceError) -> LoginMethods? {
+        guard let text else { return nil }
+        guard let methods = LoginMethods(parsing: text) else {
+            throw ServiceError(.corrupt, "method policy of \(TerminalText.quoted(subject)) is unreadable (\(TerminalText.quoted(text))); set it again with securotp policy")
+        }
+        return methods
     }
 
     public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
