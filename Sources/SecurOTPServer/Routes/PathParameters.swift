@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SecurOTPCore
 import SecurOTPService
 
 extension ValidatorRequestContext {
@@ -13,7 +14,7 @@ extension ValidatorRequestContext {
             throw ServiceError(.invalidInput, "\(name) in the path is not valid percent-encoding")
         }
         // No name or serial has one; refused here, none reaches a message, a log or a query.
-        guard !decoded.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7f...0x9f).contains($0.value) }) else {
+        guard TerminalText.isSafe(decoded) else {
             throw ServiceError(.invalidInput, "\(name) in the path contains a control character")
         }
         return decoded
