@@ -9,14 +9,15 @@ set -euo pipefail
 build=(libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libcurl4 libfido2-dev)
 # postgresql: the validator's PostgreSQL tests (scripts/postgres-test.sh starts it); openssl:
 # test certificates; curl: racing requests at validator nodes; strace: the fsyncs of a login;
-# sqlite3: stores made older or damaged on purpose.
+# sqlite3: stores made older or damaged on purpose; libnss-wrapper: a validator name with an
+# IPv6 and an IPv4 address, without touching /etc/hosts (NSS_WRAPPER_HOSTS).
 # softfido: the test-only software FIDO2 key (make softfido) builds against libfido2's headers.
 softfido=(libfido2-dev libssl-dev)
 # fido2-tools, pamu2fcfg, libpam-u2f: Debian's FIDO tools and pam_u2f.so as independent parties
 # against the soft key and the module (docs/fido.md).
 # chromium, python3-venv: the phone page's tests drive Debian's chromium with Playwright from
 # PyPI, in its own venv (.build/venv, made below; it downloads no browser).
-test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3 chromium python3-venv)
+test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3 libnss-wrapper chromium python3-venv)
 demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs

@@ -123,8 +123,15 @@ static int split_url(const char *url, char *host, size_t host_size, int *port) {
     return 0;
 }
 
-/* Resolves the URL's host in this thread and returns a CURLOPT_RESOLVE entry for it. */
-static int resolve(const char *url, char *entry, size_t entry_size, char *error, size_t error_size) {
+/* The most addresses of one name handed to libcurl: enough for any dual-stack host. */
+enum { MAX_ADDRESSES = 8 };
+
+/* Resolves the URL's host in this thread and returns a CURLOPT_RESOLVE entry with every
+   address it has ("host:port:[::1],127.0.0.1"), in getaddrinfo's order: libcurl then tries
+   each, as it does when it resolves a name itself, so a validator listening on one family is
+   reached whichever family the name lists first. `addresses` gets them for error messages. */
+static int resolve(const char *url, char *entry, size_t entry_size, char *addresses, size_t addresses_size,
+                   char *error, size_t error_size) {
     char host[256];
     int port = 0;
     int kind = split_url(url, host, sizeof host, &port);
@@ -140,21 +147,29 @@ static int resolve(const char *url, char *entry, size_t entry_size, char *error,
         snprintf(error, error_size, "cannot resolve %s: %s", host, gai_strerror(rc));
         return -1;
     }
-    char address[INET6_ADDRSTRLEN + 2];
-    rc = getnameinfo(found->ai_addr, found->ai_addrlen, address + 1, sizeof address - 2, NULL, 0, NI_NUMERICHOST);
-    int v6 = found->ai_family == AF_INET6;
+    char list[MAX_ADDRESSES * (INET6_ADDRSTRLEN + 3)] = "";
+    char seen[MAX_ADDRESSES][INET6_ADDRSTRLEN + 2];
+    int count = 0;
+    for (struct addrinfo *at = found; at && count < MAX_ADDRESSES; at = at->ai_next) {
+        if (at->ai_family != AF_INET && at->ai_family != AF_INET6) continue;
+        char address[INET6_ADDRSTRLEN];
+        if (getnameinfo(at->ai_addr, at->ai_addrlen, address, sizeof address, NULL, 0, NI_NUMERICHOST) != 0) continue;
+        char literal[INET6_ADDRSTRLEN + 2];
+        snprintf(literal, sizeof literal, at->ai_family == AF_INET6 ? "[%s]" : "%s", address);
+        int repeated = 0;
+        for (int i = 0; i < count; i++) repeated |= strcmp(seen[i], literal) == 0;
+        if (repeated) continue;
+        snprintf(seen[count++], sizeof seen[0], "%s", literal);
+        if (list[0]) strcat(list, ",");
+        strcat(list, literal);
+    }
     freeaddrinfo(found);
-    if (rc != 0) {
-        snprintf(error, error_size, "cannot resolve %s", host);
+    if (count == 0) {
+        snprintf(error, error_size, "cannot resolve %s: no IPv4 or IPv6 address", host);
         return -1;
     }
-    const char *literal = address + 1;
-    if (v6) {
-        address[0] = '[';
-        strcat(address, "]");
-        literal = address;
-    }
-    snprintf(entry, entry_size, "%s:%d:%s", host, port, literal);
+    snprintf(entry, entry_size, "%s:%d:%s", host, port, list);
+    snprintf(addresses, addresses_size, "%s", list);
     return 0;
 }
 
@@ -185,8 +200,10 @@ int securotp_http_perform(const securotp_http_request *request, securotp_http_re
         return -1;
     }
 
-    char resolved[400] = "";
-    if (!socket_path && resolve(url, resolved, sizeof resolved, response->error, sizeof response->error) != 0) return -1;
+    char resolved[256 + 16 + MAX_ADDRESSES * (INET6_ADDRSTRLEN + 3)] = "";
+    char addresses[MAX_ADDRESSES * (INET6_ADDRSTRLEN + 3)] = "";
+    if (!socket_path && resolve(url, resolved, sizeof resolved, addresses, sizeof addresses,
+                                response->error, sizeof response->error) != 0) return -1;
 
     CURL *handle = curl.easy_init();
     if (!handle) {
@@ -242,8 +259,12 @@ int securotp_http_perform(const securotp_http_request *request, securotp_http_re
         response->body_length = body.length;
         body.data = NULL;
     } else {
-        snprintf(response->error, sizeof response->error, "%s",
-                 body.too_large ? "validator answer too large" : curl_error[0] ? curl_error : curl.easy_strerror(rc));
+        const char *why = body.too_large ? "validator answer too large" : curl_error[0] ? curl_error : curl.easy_strerror(rc);
+        /* Which addresses were tried, when the name had several or none answered. */
+        if (addresses[0] && (rc == CURLE_COULDNT_CONNECT || rc == CURLE_OPERATION_TIMEDOUT))
+            snprintf(response->error, sizeof response->error, "%.150s (addresses tried: %.90s)", why, addresses);
+        else
+            snprintf(response->error, sizeof response->error, "%s", why);
         result = rc == CURLE_COULDNT_CONNECT ? SECUROTP_HTTP_NOT_CONNECTED : -1;
     }
     if (body.data) {

@@ -7,6 +7,35 @@ import Testing
 
 @Suite("Remote mode failures: failmode, timeouts, TLS, credentials, scope, hostile answers")
 struct RemoteFailureTests {
+    @Test("A validator name with an IPv6 address first and a validator listening on IPv4 only: every address is tried")
+    func everyAddressOfTheName() throws {
+        let world = try RemoteWorld()
+        let token = try world.enroll("root", ["--hotp"])
+        let validator = try world.start()
+        #expect(validator.boundAddress.hasPrefix("127.0.0.1:"), "\(validator.boundAddress)")
+        let port = String(validator.boundAddress.dropFirst("127.0.0.1:".count))
+        // dualstack.test resolves to ::1 first, then 127.0.0.1 (nss_wrapper, no /etc/hosts change).
+        let hosts = world.box.path("dualstack-hosts")
+        try world.box.write("::1 dualstack.test\n127.0.0.1 dualstack.test\n", to: hosts)
+        let nss = ["LD_PRELOAD": try Tools.nssWrapper(), "NSS_WRAPPER_HOSTS": hosts]
+        let url = "https://dualstack.test:\(port)"
+        let service = try world.box.service("dualstack", world.arguments(url), stateDirectory: world.hostState)
+        let login = try world.box.login(service, "root", [try Oath.hotp(token.secret, counter: 0)], environment: nss)
+        #expect(login.status == PAM.success, "only [::1] was tried: \(login)")
+        // The admin CLI goes through the same client: a host credential reaches the validator
+        // (and is refused there, 77) instead of failing to connect (69).
+        func cli(_ url: String) throws -> ProcessResult {
+            try Run.run(world.box.securotp, ["--server", url, "--credential", world.credential, "--ca-file", world.pki.caFile, "list"],
+                        environment: nss)
+        }
+        let reached = try cli(url)
+        #expect(reached.status == 77, "securotp --server tried one address: \(reached)")
+        // Nothing listens on either address: the error names both.
+        let nowhere = try cli("https://dualstack.test:\(try SilentListener.closedPort())")
+        #expect(nowhere.status == 69, "\(nowhere)")
+        #expect(nowhere.stderr.contains("[::1]") && nowhere.stderr.contains("127.0.0.1"), "the error should name the addresses tried: \(nowhere)")
+    }
+
     @Test("Validator down: failmode=secure denies with PAM_AUTHINFO_UNAVAIL, failmode=safe ignores — both before any prompt")
     func validatorDown() throws {
         let world = try RemoteWorld()

@@ -7,9 +7,16 @@ import Testing
 
 extension Tools {
     static func openssl() throws -> String { try require("/usr/bin/openssl", package: "openssl") }
+    /// nss_wrapper: host names from a file of the test's (NSS_WRAPPER_HOSTS), /etc/hosts untouched.
+    static func nssWrapper() throws -> String {
+        let found = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib"].map { $0 + "/libnss_wrapper.so" }
+            .first { FileManager.default.fileExists(atPath: $0) }
+        return try require(found ?? "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so", package: "libnss-wrapper")
+    }
 }
 
-/// A CA, a server certificate for 127.0.0.1 and localhost, a client certificate (mutual TLS),
+/// A CA, a server certificate for 127.0.0.1, localhost and dualstack.test (a name the tests give
+/// two addresses with nss_wrapper), a client certificate (mutual TLS),
 /// a server certificate for another name, and an unrelated CA — all P-256, valid for two days.
 struct TestPKI {
     let caFile: String
@@ -33,7 +40,7 @@ struct TestPKI {
         try Self.makeCA(key: file("other-ca.key"), certificate: otherCAFile, name: "some other CA")
         (serverCertificate, serverKey) = (file("server.pem"), file("server.key"))
         try Self.makeLeaf(box, key: serverKey, certificate: serverCertificate, ca: caFile, caKey: file("ca.key"), serial: 2,
-                          extensions: "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+                          extensions: "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:dualstack.test\nextendedKeyUsage=serverAuth\n")
         (clientCertificate, clientKey) = (file("client.pem"), file("client.key"))
         try Self.makeLeaf(box, key: clientKey, certificate: clientCertificate, ca: caFile, caKey: file("ca.key"), serial: 3,
                           extensions: "extendedKeyUsage=clientAuth\n")
