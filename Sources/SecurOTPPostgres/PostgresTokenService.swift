@@ -129,14 +129,30 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
 }
 
 /// `postgres://` URLs: user, password, host, port, database, and TLS by `sslmode`.
-enum PostgresURL {
+public enum PostgresURL {
+    /// The query parameters read; any other, or one given twice, is a configuration error
+    /// (a typo such as `sslmod=require` would otherwise connect without TLS in silence).
+    static let parameters: Set<String> = ["sslmode", "sslrootcert"]
+
     static func configuration(_ url: String) throws(ServiceError) -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
               let host = components.host, !host.isEmpty, let user = components.user, !user.isEmpty else {
-            throw ServiceError(.config, "database: expected postgres://USER:PASSWORD@HOST:PORT/DATABASE (got \(redacted(url)))")
+            throw ServiceError(.config, "database: expected postgres://USER:PASSWORD@HOST:PORT/DATABASE (got \(TerminalText.quoted(redacted(url), limit: 256)))")
         }
         let database = String(components.path.drop { $0 == "/" })
-        let query = Dictionary(uniqueKeysWithValues: (components.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+        var query: [String: String] = [:]
+        for item in components.queryItems ?? [] {
+            guard parameters.contains(item.name) else {
+                throw ServiceError(.config, """
+                    database: unknown parameter \(TerminalText.quoted(item.name)) in \(TerminalText.quoted(redacted(url), limit: 256)); \
+                    the parameters read are \(parameters.sorted().joined(separator: ", "))
+                    """)
+            }
+            guard query[item.name] == nil else {
+                throw ServiceError(.config, "database: \(item.name) given twice in \(TerminalText.quoted(redacted(url), limit: 256)); give it once")
+            }
+            query[item.name] = item.value ?? ""
+        }
         let local = host == "localhost" || host == "127.0.0.1" || host == "::1"
         let mode = query["sslmode"] ?? (local ? "disable" : "require")
         let tls: PostgresClient.Configuration.TLS
@@ -149,7 +165,7 @@ enum PostgresURL {
             if let root = query["sslrootcert"] { configuration.trustRoots = .file(root) }
             tls = .require(configuration)
         default:
-            throw ServiceError(.config, "database: sslmode must be disable, require or verify-full (got \(mode))")
+            throw ServiceError(.config, "database: sslmode must be disable, require or verify-full (got \(TerminalText.quoted(mode)))")
         }
         var configuration = PostgresClient.Configuration(host: host, port: components.port ?? 5432, username: user,
                                                          password: components.password, database: database.isEmpty ? user : database, tls: tls)
@@ -158,9 +174,18 @@ enum PostgresURL {
         return configuration
     }
 
-    static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
+    /// A URL fit for logs and messages: the password replaced, also in a URL that does not
+    /// parse (everything between `://` and the last `@` is hidden then).
+    public static func redacted(_ url: String) -> String {
+        if let parsed = URLComponents(string: url), parsed.host != nil {
+            guard parsed.password != nil else { return url }
+            var components = parsed
+            components.password = "***"
+            if let text = components.string { return text }
+        }
+        guard let at = url.lastIndex(of: "@") else { return url }
+        let start = url.range(of: "://").map(\.upperBound) ?? url.startIndex
+        guard start <= at else { return "***" + url[at...] }
+        return url[..<start] + "***" + url[at...]
     }
 }

@@ -51,6 +51,10 @@ public struct DaemonConfiguration: Sendable {
     /// by default, never the API's; nil (`metrics_listen = no`) serves none.
     public var metricsListen: Listen? = Self.defaultMetricsListen
     public static let defaultMetricsListen = Listen.tcp(host: "127.0.0.1", port: 8444)
+    /// `metrics_listen` was set (file, environment or flag): a listener that cannot bind then
+    /// stops securotpd; the default one is given up with a warning instead, so that a second
+    /// node on the same machine starts (metricsListenInUse).
+    public private(set) var metricsListenGiven = false
     public var auditRetentionDays = 365
     /// Push approval (docs/push.md): `push_limit`, `push_lifetime`, `activation_lifetime`,
     /// `device_pin`, `device_pin_min`, `device_pin_max`.
@@ -117,6 +121,7 @@ public struct DaemonConfiguration: Sendable {
             default: throw fail("expected yes or no")
             }
         case "metrics_listen":
+            metricsListenGiven = true
             if ["no", "off", "false", "none"].contains(value.lowercased()) {
                 metricsListen = nil
             } else {
@@ -237,6 +242,41 @@ public struct DaemonConfiguration: Sendable {
 
     /// The metrics listener securotpd runs, if any.
     public var servedMetricsListen: Listen? { metrics ? metricsListen : nil }
+
+    /// Before anything listens: whether the metrics listener's TCP address is taken (another
+    /// securotpd on this machine, usually). A given `metrics_listen` that is taken is a
+    /// configuration error naming the setting; the default is dropped and the warning returned.
+    public mutating func checkMetricsListener() throws(ServiceError) -> String? {
+        guard let listen = servedMetricsListen, case .tcp(let host, let port) = listen, port != 0,
+              !Self.bindable(host: host, port: port) else { return nil }
+        guard metricsListenGiven else {
+            metricsListen = nil
+            return """
+                metrics_listen (default \(listen)) is in use, by another securotpd on this machine perhaps: this node serves no \
+                metrics; give each node its own metrics_listen = HOST:PORT in securotpd.conf, or metrics_listen = no
+                """
+        }
+        throw ServiceError(.config, """
+            metrics_listen = \(listen): the address is in use (another securotpd on this machine?); give each node its own \
+            metrics_listen = HOST:PORT, or metrics_listen = no
+            """)
+    }
+
+    /// A TCP socket can be bound to the address now (SO_REUSEADDR, as the listener binds it).
+    private static func bindable(host: String, port: Int) -> Bool {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &found) == 0, let first = found else { return true } // the listener says why
+        defer { freeaddrinfo(found) }
+        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        return bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0 || errno != EADDRINUSE
+    }
 
     static func parseListen(_ text: String) -> Listen? {
         if text.hasPrefix("unix:") {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import SecurOTPCore
+import SecurOTPPostgres
 import SecurOTPServer
 import SecurOTPService
 
@@ -76,15 +77,19 @@ struct SecurOTPD: AsyncParsableCommand {
         try await run(settings)
     }
 
-    private func run(_ settings: DaemonConfiguration) async throws {
+    private func run(_ configured: DaemonConfiguration) async throws {
         LoggingSystem.bootstrap { label in
             var handler = LogfmtHandler(label: label)
-            handler.logLevel = Logger.Level(rawValue: settings.logLevel) ?? .info
+            handler.logLevel = Logger.Level(rawValue: configured.logLevel) ?? .info
             return handler
         }
         let logger = Logger(label: "securotpd")
+        // Before anything listens, so that a taken metrics port is named, not a bare bind error
+        // after the API's "listening" line.
+        var settings = configured
+        if let warning = try settings.checkMetricsListener() { logger.warning("\(warning)") }
         let service = try await ServiceFactory.open(settings, logger: logger)
-        let location = settings.postgresURL.map(ServiceFactory.redacted) ?? settings.store.paths.database
+        let location = settings.postgresURL.map(PostgresURL.redacted) ?? settings.store.paths.database
         if checkConfig {
             do {
                 try await service.checkHealth()

@@ -16,11 +16,4 @@ enum ServiceFactory {
         // code. `securotp admin add` / `host add` / `enroll` make it (docs/validator.md).
         return try LocalTokenService(settings: settings.store, create: false, backgroundCheckpoints: true, pushPolicy: settings.push)
     }
-
-    /// A URL fit for logs: the password replaced.
-    static func redacted(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
-    }
 }

@@ -47,6 +47,49 @@ struct RemoteCLITests {
         #expect(revoked.status == 77 && revoked.stderr.contains("revoked"), "\(revoked)")
     }
 
+    @Test("securotpd: a database URL with a repeated, unknown or unparsable part is a configuration error that hides the password")
+    func databaseURLErrors() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.cli(["binding-id", "root"]).status == 0)
+        func check(_ url: String) throws -> ProcessResult {
+            try Run.run(try Binaries.path("securotpd"), ["--state-dir", sandbox.state, "--database", url, "--check-config"])
+        }
+        // Nothing listens on port 1: each of these must fail before any connection is tried.
+        let twice = try check("postgres://securotp:hunter2pw@127.0.0.1:1/db?sslmode=disable&sslmode=disable")
+        #expect(twice.status == 78 && twice.stderr.contains("sslmode given twice"), "a repeated parameter crashed securotpd: \(twice)")
+        let unknown = try check("postgres://securotp:hunter2pw@127.0.0.1:1/db?sslmod=require")
+        #expect(unknown.status == 78 && unknown.stderr.contains("unknown parameter \"sslmod\""), "\(unknown)")
+        let unparsable = try check("postgres://securotp:hunter2pw@bad host:1/db")
+        #expect(unparsable.status == 78 && unparsable.stderr.contains("expected postgres://"), "\(unparsable)")
+        for result in [twice, unknown, unparsable] {
+            #expect(!result.stderr.contains("hunter2pw") && !result.stdout.contains("hunter2pw"), "the password was printed: \(result)")
+        }
+    }
+
+    @Test("Two securotpd on one machine: a taken default metrics port costs a warning; a taken metrics_listen names the setting")
+    func metricsListenerTaken() throws {
+        let sandbox = try Sandbox()
+        #expect(try sandbox.cli(["binding-id", "root"]).status == 0)
+        let holder = try SilentListener()
+        let config = sandbox.root + "/securotpd.conf"
+        try sandbox.write("metrics_listen = 127.0.0.1:\(holder.port)\n", to: config, mode: 0o600)
+        let taken = try Run.run(try Binaries.path("securotpd"), ["--config", config, "--state-dir", sandbox.state, "--listen", "127.0.0.1:0", "--check-config"])
+        #expect(taken.status == 78 && taken.stderr.contains("metrics_listen = 127.0.0.1:\(holder.port)") && taken.stderr.contains("in use"),
+                "\(taken)")
+        // The default port held (by another node, or by this test): the node starts all the same.
+        let defaultHolder = try? SilentListener(port: 8444)
+        let empty = sandbox.root + "/empty.conf"
+        try sandbox.write("rate_limit_user = 0\n", to: empty, mode: 0o600)
+        let node = try Run.start(try Binaries.path("securotpd"), ["--config", empty, "--state-dir", sandbox.state, "--listen", "127.0.0.1:0"])
+        let deadline = Date().addingTimeInterval(30)
+        while !node.errorOutput.contains("securotpd listening"), !node.errorOutput.contains("securotpd: "), Date() < deadline { usleep(20_000) }
+        kill(node.pid, SIGTERM)
+        let ended = try node.wait(timeout: 30)
+        #expect(ended.stderr.contains("securotpd listening") && ended.stderr.contains("metrics_listen (default 127.0.0.1:8444) is in use"),
+                "a second node stopped at the default metrics port: \(ended)")
+        withExtendedLifetime(defaultHolder) {}
+    }
+
     @Test("securotpd --check-config: a summary and 0 for a good configuration, 78 naming file:line for a bad one")
     func checkConfig() throws {
         let sandbox = try Sandbox()
