@@ -91,6 +91,18 @@ struct AttackReviewAPITests {
         }
     }
 
+    @Test("Health: 503 when the store is gone (the node's PostgreSQL database dropped under it), so a load balancer drops the node")
+    func healthWithoutStore() async throws {
+        let fixture = try await ValidatorFixture.make(.postgres)
+        try await fixture.withClient { client in
+            try TestPostgres.sql("DROP DATABASE IF EXISTS \(fixture.database ?? "") WITH (FORCE)")
+            let gone = try await client.call(.get, "/v1/health")
+            #expect(gone.status == 503, "a node without its database answered: \(gone.status) \(gone.text)")
+            let asAdmin = try await client.call(.get, "/v1/health", bearer: fixture.admin)
+            #expect(asAdmin.status == 503, "\(asAdmin.text)")
+        }
+    }
+
     @Test("Metrics are not served on the API listener by default")
     func metricsNotOnAPI() async throws {
         let fixture = try await ValidatorFixture.make(.sqlite)
