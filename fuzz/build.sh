@@ -18,12 +18,14 @@ c_sanitizers=${sanitizers//fuzzer/fuzzer-no-link}
 
 # Which library modules a harness needs, lowest layer first (Package.swift's target graph).
 core=(SecurOTPCore)
+engine=(SecurOTPCore SecurOTPSecurID SecurOTPEngine)
 store=(SecurOTPCore SecurOTPSecurID SecurOTPEngine SecurOTPStore)
 import=(SecurOTPCore SecurOTPSecurID SecurOTPImport)
 modules_for() {
   case $1 in
     base32|otpauth|ocra|push-assertion|push-base64|push-certificate) echo "${core[@]}" ;;
     config|passcode|json) echo "${store[@]}" ;;
+    mapping-file) echo "${engine[@]}" ;;
     migration|pskc|sdtid|ctf|import|import-fields) echo "${import[@]}" ;;
     webauthn) echo SecurOTPCore WebAuthnParsing ;;
     *) echo "fuzz/build.sh: no module list for harness $1; add it to modules_for" >&2; return 1 ;;

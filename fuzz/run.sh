@@ -22,7 +22,7 @@ fi
 # the PAM module links, which lives in long-running sshd and screen lockers, keep them.
 detect_leaks() {
   case $1 in
-    base32|otpauth|ocra|config|passcode|json|push-assertion|push-base64|push-certificate) echo 1 ;;
+    base32|otpauth|ocra|config|passcode|json|mapping-file|push-assertion|push-base64|push-certificate) echo 1 ;;
     *) echo 0 ;;
   esac
 }

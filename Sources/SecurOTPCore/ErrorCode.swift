@@ -82,6 +82,9 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     case fidoValidatorNoChallenge = "SOTP-M089"
     case fidoValidatorNoCheck = "SOTP-M090"
     case offlineCodesDropped = "SOTP-M091"
+    // Mapping files read as pam_u2f reads them (issue 25)
+    case fidoMappingLineUnusable = "SOTP-M110"
+    case fidoCredentialForOtherOrigin = "SOTP-M111"
 }
 
 /// Why a CLI (securotp, securotp-authenticator, securotpd at start-up) ended with an error:

@@ -103,9 +103,15 @@ extension PostgresTokenService {
                 .decode(Int64.self) { existing = Int(count) }
             try Store.checkFidoAdd(credentials, user: user, existingTokens: existing, known: try await self.fidoCredentials(user: user, connection),
                                    maxTokens: maxTokens, limitWhere: "")
+            var serials: [String] = []
+            while serials.count < credentials.count {
+                let serial = try await self.freshSerial(connection)
+                if !serials.contains(serial) { serials.append(serial) }
+            }
+            serials = TokenSerial.ascending(serials)
             var added: [FidoCredential] = []
-            for given in credentials {
-                let credential = Store.newFido(given, serial: try await self.freshSerial(connection), source: request.source, now: now)
+            for (given, serial) in zip(credentials, serials) {
+                let credential = Store.newFido(given, serial: serial, source: request.source, now: now)
                 let sealed = try Store.sealFido(credential, key: self.keys.dataKey, user: user)
                 try await connection.query("""
                     INSERT INTO tokens (serial, "user", kind, algorithm, digits, period, counter, sealed_seed, issuer, created, source, suite)

@@ -235,7 +235,7 @@ public enum ConfigFile {
         var entries: [Entry] = []
         var firstLine: [String: Int] = [:]
         var lineNumber = 0
-        for rawLine in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for rawLine in TextLines.split(text) {
             lineNumber += 1
             let line = rawLine.trimmingSpaces
             if line.isEmpty || line.hasPrefix("#") { continue }

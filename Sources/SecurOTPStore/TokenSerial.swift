@@ -16,4 +16,12 @@ public enum TokenSerial {
         let value = random.withUnsafeBytes { bytes in bytes.reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
         return String(1_000_000_000 + value % 9_000_000_000)
     }
+
+    /// Serials for credentials added together (one pam_u2f line), ascending: added with one
+    /// `created`, they are read back (`ORDER BY created, serial`) in the order given — a login
+    /// tries them, and `max_devices` counts them, in the line's order. Random serials are 10
+    /// digits, so byte order, numeric order and any collation's order agree.
+    public static func ascending(_ serials: [String]) -> [String] {
+        serials.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
 }

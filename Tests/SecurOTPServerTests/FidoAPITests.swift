@@ -55,6 +55,17 @@ struct FidoAPITests {
         return offer
     }
 
+    @Test("Credentials added together (one pam_u2f line) are read back in the line's order: the login order and max_devices follow the line", arguments: Backend.allCases)
+    func lineOrderKept(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        let keys = try (0..<8).map { _ in try TestKey() }
+        let request = FidoAddRequest(credentials: keys.map { .init(credential: $0.credential.u2fField, origin: $0.credential.origin) }, source: "mapping-file")
+        let added = try await fixture.service.addFido(user: "root", request, caller: .local("test"))
+        #expect(added.credentials.map(\.credential) == keys.map(\.credential.u2fField))
+        let read = try await fixture.service.fidoCredentials(user: "root", caller: .local("test"))
+        #expect(read.credentials.map(\.credential) == keys.map(\.credential.u2fField), "in the order given, not the random serials' order")
+    }
+
     @Test("A challenge takes an answer only from a credential it offered: another origin's key of the same user is refused", arguments: Backend.allCases)
     func onlyOffered(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)

@@ -289,7 +289,23 @@ def push():
         write("push-base64", f"text-{index:02}", bytes([variant]) + text.encode())
 
 
+# --- pam_u2f mapping files -----------------------------------------------------------------------
+def mapping_file():
+    """pam_u2f 1.4.0's own fixtures (Tests/Vectors/pam-u2f) and the shapes real files have."""
+    for path in sorted((VECTORS / "pam-u2f" / "credentials").glob("*.cred.in")):
+        write("mapping-file", "pam-u2f-" + path.name.removesuffix(".cred.in"), path.read_bytes().replace(b"@USERNAME@", b"alice"))
+    kh = base64.b64encode(bytes(range(32))).decode()
+    pk = base64.b64encode(bytes(range(1, 65))).decode()
+    field = f"{kh},{pk},es256,+presence"
+    shapes = [f"root:{field}\r\nbob:{field}:{field}", f"alice:{kh},{pk},es256\n", f"alice:{field}+foo,extra::\n",
+              f"alice:{kh},{pk},ES256,+pin\n", f" alice:{field}\n#bob:{field}\nalice\n", f"alice:{field}\x00:{field}\n",
+              f"alice:*,{pk},es256,+presence+verification\n:::\n\n", f"alice:{kh.replace('+', '-')},04{bytes(range(64)).hex()}\n"]
+    for index, text in enumerate(shapes):
+        write("mapping-file", f"shape-{index}", text.encode())
+    write("mapping-file", "latin1", b"# caf\xe9\nj\xf6rg:" + field.encode() + b"\nalice:" + field.encode() + b"\n")
+
+
 for generate in (push,) if __import__("sys").argv[1:] == ["push"] else (base32, otpauth, migration, pskc_files, sdtid, ctf, import_files, import_fields,
-                                                                          config, ocra, passcode, push):
+                                                                          config, ocra, passcode, push, mapping_file):
     generate()
 print("corpus written to", CORPUS)

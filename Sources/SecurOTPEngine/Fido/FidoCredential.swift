@@ -7,6 +7,16 @@ import SecurOTPCore
 public struct FidoCredential: Sendable, Equatable {
     public enum KeyType: String, Sendable, Equatable {
         case es256, eddsa, rs256
+
+        /// pam_u2f's cose_type: strcasecmp against es256, rs256, eddsa.
+        init?(asciiCaseInsensitive bytes: ArraySlice<UInt8>) {
+            let lowered = bytes.map { $0 >= 0x41 && $0 <= 0x5A ? $0 | 0x20 : $0 }
+            for type in [KeyType.es256, .eddsa, .rs256] where lowered.elementsEqual(type.rawValue.utf8) {
+                self = type
+                return
+            }
+            return nil
+        }
     }
 
     /// Empty for a resident (discoverable) credential: pamu2fcfg -r prints `*`, and the login
@@ -71,81 +81,92 @@ public struct FidoCredential: Sendable, Equatable {
         resident || other.resident ? resident == other.resident && publicKey == other.publicKey : keyHandle == other.keyHandle
     }
 
-    /// Parses one pam_u2f credential (`KH,PK,type,attributes` with `*` as KH for a resident
-    /// credential, or the old U2F-format `KH,PK`, checked against `appID`); nil with the reason.
+    /// Parses one pam_u2f credential as pam_u2f 1.4.0 reads it: the `,`-separated fields, empty
+    /// ones skipped (strtok_r); `KH,PK` is the old U2F format (checked against `appID`);
+    /// `KH,PK,type[,attributes[,...]]` otherwise, `*` as KH for a resident credential, the type
+    /// in any case (es256, eddsa, rs256), fields after the attributes ignored, and each of
+    /// `+presence`, `+verification`, `+pin` set when the attributes contain it (strstr: other
+    /// text, a `\r` from a CRLF file included, adds nothing). Nil with the reason.
     public static func parse(field: Substring, origin: String, appID: String? = nil) -> (credential: FidoCredential?, problem: String) {
-        let parts = field.split(separator: ",", omittingEmptySubsequences: false)
+        parse(fieldBytes: ArraySlice(field.utf8), origin: origin, appID: appID)
+    }
+
+    public static func parse(fieldBytes field: ArraySlice<UInt8>, origin: String, appID: String? = nil) -> (credential: FidoCredential?, problem: String) {
+        let parts = U2FMappingFile.split(field, on: UInt8(ascii: ","))
+        guard parts.count >= 2 else { return (nil, "a credential must be KH,PK,type,attributes (or the old KH,PK)") }
         if parts.count == 2 { return parseOldFormat(handle: parts[0], key: parts[1], appID: appID ?? origin) }
-        guard parts.count == 4 else { return (nil, "a credential must be KH,PK,type,attributes (or the old KH,PK)") }
         let handle: [UInt8]
-        if parts[0] == "*" {
+        if parts[0].elementsEqual("*".utf8) {
             handle = []
         } else {
-            guard let decoded = Base64.decode(String(parts[0]), .standard), !decoded.isEmpty, decoded.count <= maxKeyHandle else {
+            guard let decoded = Base64.decode(Array(parts[0]), .standard), !decoded.isEmpty, decoded.count <= maxKeyHandle else {
                 return (nil, "the key handle is not base64 (or is empty or longer than \(maxKeyHandle) bytes)")
             }
             handle = decoded
         }
-        guard var key = Base64.decode(String(parts[1]), .standard), !key.isEmpty, key.count <= maxPublicKey else {
+        guard var key = Base64.decode(Array(parts[1]), .standard), !key.isEmpty, key.count <= maxPublicKey else {
             return (nil, "the public key is not base64 (or is empty or longer than \(maxPublicKey) bytes)")
         }
-        guard let type = KeyType(rawValue: String(parts[2])) else {
-            return (nil, "unknown key type \(TerminalText.quoted(String(parts[2]))) (es256, eddsa, rs256)")
+        guard let type = KeyType(asciiCaseInsensitive: parts[2]) else {
+            return (nil, "unknown key type \(TerminalText.quoted(String(decoding: parts[2], as: UTF8.self))) (es256, eddsa, rs256)")
         }
         // es256: x||y, or the same with the 0x04 prefix of an uncompressed point.
         if type == .es256, key.count == 65, key.first == 0x04 { key.removeFirst() }
         if type == .es256, key.count != 64 { return (nil, "an es256 public key must be 64 bytes (x||y)") }
         if type == .eddsa, key.count != 32 { return (nil, "an eddsa public key must be 32 bytes") }
         if type == .rs256, key.count != rs256KeyLength { return (nil, "an rs256 public key must be 259 bytes (n||e of an RSA-2048 key)") }
-        var presence = false, verification = false, pin = false
-        var rest = Substring(parts[3])
-        while !rest.isEmpty {
-            if rest.hasPrefix("+presence") {
-                presence = true
-                rest = rest.dropFirst("+presence".count)
-            } else if rest.hasPrefix("+verification") {
-                verification = true
-                rest = rest.dropFirst("+verification".count)
-            } else if rest.hasPrefix("+pin") {
-                pin = true
-                rest = rest.dropFirst("+pin".count)
-            } else {
-                return (nil, "unknown attributes \(TerminalText.quoted(String(parts[3]))) (+presence, +verification, +pin)")
-            }
+        let attributes = parts.count > 3 ? parts[3] : []
+        return (FidoCredential(keyHandle: handle, publicKey: key, type: type, presence: contains(attributes, "+presence"),
+                               verification: contains(attributes, "+verification"), pin: contains(attributes, "+pin"),
+                               origin: origin), "")
+    }
+
+    /// strstr: `needle` occurs in `bytes`.
+    static func contains(_ bytes: ArraySlice<UInt8>, _ needle: StaticString) -> Bool {
+        let wanted = Array(UnsafeBufferPointer(start: needle.utf8Start, count: needle.utf8CodeUnitCount))
+        guard bytes.count >= wanted.count else { return false }
+        var start = bytes.startIndex
+        while start + wanted.count <= bytes.endIndex {
+            if bytes[start..<start + wanted.count].elementsEqual(wanted) { return true }
+            start += 1
         }
-        return (FidoCredential(keyHandle: handle, publicKey: key, type: type, presence: presence, verification: verification,
-                               pin: pin, origin: origin), "")
+        return false
     }
 
     /// pamu2fcfg 1.0's `KH,PK`: the key handle in web-safe base64 (pam_u2f normalises it), the
     /// public key as the hex of the 65-byte uncompressed P-256 point; ES256, `+presence`, for the app ID.
-    static func parseOldFormat(handle: Substring, key: Substring, appID: String) -> (credential: FidoCredential?, problem: String) {
-        var normalised = Array(handle.utf8).map { $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0 }
+    static func parseOldFormat(handle: ArraySlice<UInt8>, key: ArraySlice<UInt8>, appID: String) -> (credential: FidoCredential?, problem: String) {
+        var normalised = handle.map { $0 == UInt8(ascii: "-") ? UInt8(ascii: "+") : $0 == UInt8(ascii: "_") ? UInt8(ascii: "/") : $0 }
         while normalised.count % 4 != 0 { normalised.append(UInt8(ascii: "=")) }
         guard let keyHandle = Base64.decode(normalised, .standard), !keyHandle.isEmpty, keyHandle.count <= maxKeyHandle else {
             return (nil, "old U2F-format credential: the key handle is not web-safe base64 (or is empty or longer than \(maxKeyHandle) bytes)")
         }
-        guard key.utf8.count == 130, let point = Hex.decode(String(key)), point.first == 0x04 else {
+        guard key.count == 130, let point = Hex.decode(String(decoding: key, as: UTF8.self)), point.first == 0x04 else {
             return (nil, "old U2F-format credential: the public key must be the hex of a 65-byte uncompressed P-256 point (04...)")
         }
         return (FidoCredential(keyHandle: keyHandle, publicKey: Array(point.dropFirst()), type: .es256, presence: true, verification: false,
                                pin: false, origin: appID), "")
     }
 
-    /// Parses a pam_u2f authfile line (`user:cred[:cred...]`) or pamu2fcfg -n's `:cred`.
-    /// Returns the user named (empty for `-n` output) and the credentials, or the problem.
+    /// Parses one pam_u2f authfile line (`user:cred[:cred...]`) or pamu2fcfg -n's `:cred`, read
+    /// as a line of the mapping file is (U2FMappingFile): one `\n` at the end is the line's end,
+    /// empty `:` fields (a trailing `:` or `::`) are skipped. Returns the user named (empty for
+    /// `-n` output) and the credentials in the line's order, or the problem.
     public static func parse(line: String, origin: String, appID: String? = nil) -> (user: String, credentials: [FidoCredential], problem: String) {
-        var text = Substring(line)
-        while let last = text.last, last == "\n" || last == "\r" || last == " " { text = text.dropLast() }
-        while let first = text.first, first == " " { text = text.dropFirst() }
-        let fields = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard fields.count >= 2 else { return ("", [], "not a pam_u2f line (user:KH,PK,type,attributes)") }
+        var bytes = ArraySlice(line.utf8)
+        if bytes.last == 0x0A { bytes = bytes.dropLast() }
+        guard !bytes.contains(0x0A), !bytes.contains(0) else { return ("", [], "one pam_u2f line, not several") }
+        let bare = bytes.first == UInt8(ascii: ":")
+        let fields = U2FMappingFile.split(bytes, on: UInt8(ascii: ":"))
+        let user = bare ? "" : fields.first.map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let given = bare ? fields[...] : fields.dropFirst()
+        guard !given.isEmpty else { return (user, [], "not a pam_u2f line (user:KH,PK,type,attributes)") }
         var credentials: [FidoCredential] = []
-        for field in fields.dropFirst() {
-            let (credential, problem) = parse(field: field, origin: origin, appID: appID)
-            guard let credential else { return (String(fields[0]), [], problem) }
+        for field in given {
+            let (credential, problem) = parse(fieldBytes: field, origin: origin, appID: appID)
+            guard let credential else { return (user, [], problem) }
             credentials.append(credential)
         }
-        return (String(fields[0]), credentials, "")
+        return (user, credentials, "")
     }
 }

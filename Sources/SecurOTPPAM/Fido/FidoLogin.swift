@@ -45,13 +45,15 @@ enum FidoLogin {
             return .notEnrolled
         }
         var credentials = stored
+        // A user the mapping file names is a key holder, whatever the line holds.
+        var namedInFile = false
         if !fido.authFile.isEmpty {
             switch mappingFileCredentials(login, storeHas: stored) {
-            case .some(let fromFile): credentials += fromFile
+            case .some(let fromFile): (credentials, namedInFile) = (credentials + fromFile.credentials, fromFile.named)
             case .none: return .refused(PAM_AUTHINFO_UNAVAIL)
             }
         }
-        guard !credentials.isEmpty else { return .notEnrolled }
+        guard !credentials.isEmpty || namedInFile else { return .notEnrolled }
         // Without a key the passcode step decides, if the user has a code to give.
         let unavailable: Outcome = hasPasscodes ? .unavailable : .refused(PAM_AUTH_ERR)
         if locked {
@@ -69,6 +71,18 @@ enum FidoLogin {
             return effective
         }
         guard !usable.isEmpty else {
+            let elsewhere = credentials.filter { !$0.cloned && $0.origin != origin && $0.origin != appID }
+            if !elsewhere.isEmpty {
+                var origins: [String] = []
+                for credential in elsewhere where !origins.contains(credential.origin) { origins.append(credential.origin) }
+                let shown = origins.map { TerminalText.quoted($0) }.joined(separator: ", ")
+                session.log(.fidoCredentialForOtherOrigin, LOG_NOTICE, "FIDO: \(login.shownUser)'s credential\(elsewhere.count == 1 ? " was" : "s were") made for origin \(shown), not for this host's origin \(TerminalText.quoted(origin)); not asking for the key (set origin= to the registration's, or re-import with securotp import --origin)")
+                return unavailable
+            }
+            if credentials.isEmpty {
+                session.log(.fidoMappingLineUnusable, LOG_NOTICE, "FIDO: the mapping file \(TerminalText.quoted(fido.authFile)) has a line for \(login.shownUser) without a credential that can be used; a key holder without a usable key: not passing them on")
+                return unavailable
+            }
             session.log(.fidoNoCredentialForOrigin, LOG_NOTICE, "FIDO: no usable credential of \(login.shownUser) for origin \(TerminalText.quoted(origin)) (cloned or made for another origin)")
             return unavailable
         }
@@ -166,37 +180,43 @@ enum FidoLogin {
     /// `securotp import` records the source `mapping-file`).
     static let mappingFileSource = "authfile="
 
-    /// The user's credentials in pam_u2f's mapping file (`authfile=`), read-only: the user's last
-    /// line, credentials that do not parse skipped and logged with file and line, those whose key
-    /// handle the store holds left to the store's row (its counter, its cloned mark). Nil (logged)
-    /// when the file cannot be used: the login fails closed, unless `nouserok` and the file is missing.
-    private static func mappingFileCredentials(_ login: LoginContext, storeHas stored: [FidoCredential]) -> [FidoCredential]? {
+    /// The user's credentials in pam_u2f's mapping file (`authfile=`), read-only, read as
+    /// pam_u2f reads it (U2FMappingFile): the user's last line, its first `max_devices`
+    /// credentials in the line's order; those that do not parse skipped and logged with file and
+    /// line, those whose key handle the store holds left to the store's row (its counter, its
+    /// cloned mark). `named`: the file has a line for the user, usable or not — the user holds
+    /// a key then and `nouserok` does not apply. Nil (logged) when the file cannot be used: the
+    /// login fails closed, unless `nouserok` and the file is missing.
+    private static func mappingFileCredentials(_ login: LoginContext, storeHas stored: [FidoCredential]) -> (credentials: [FidoCredential], named: Bool)? {
         let session = login.session
         let fido = login.settings.fido
         let path = fido.authFile
-        let text: String
+        let bytes: [UInt8]
         do {
-            text = try U2FMappingFile.read(path)
+            bytes = try U2FMappingFile.read(path)
         } catch where error.code == .missing && login.settings.nullok {
             session.debugLog("FIDO: mapping file \(path) does not exist; nouserok: no credentials there")
-            return []
+            return ([], false)
         } catch {
             session.log(.fidoMappingFileError, LOG_ERR, "FIDO: mapping file (authfile=): \(error.message); denying \(login.shownUser)")
             return nil
         }
-        guard let line = U2FMappingFile.line(for: login.user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
-            return []
+        guard let line = U2FMappingFile.line(for: login.user, in: bytes, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
+            return ([], false)
         }
-        for problem in line.problems {
-            session.log(.fidoMappingLineSkipped, LOG_NOTICE, "FIDO: \(path):\(line.number): \(problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
-        }
+        // pam_u2f reads no more than max_devices credentials of the line, bad ones included.
         var credentials: [FidoCredential] = []
-        for (index, credential) in line.credentials.enumerated() where !stored.contains(where: { $0.isSameCredential(as: credential) }) {
+        for (index, entry) in line.entries.prefix(fido.maxDevices).enumerated() {
+            guard let credential = entry.credential else {
+                session.log(.fidoMappingLineSkipped, LOG_NOTICE, "FIDO: \(path):\(line.number): credential \(index + 1): \(entry.problem); skipped (securotp import \(login.shownUser) \(path) shows every problem)")
+                continue
+            }
+            guard !stored.contains(where: { $0.isSameCredential(as: credential) }) else { continue }
             var fromFile = credential
             fromFile.serial = "\(path):\(line.number)#\(index + 1)"
             fromFile.source = mappingFileSource
             credentials.append(fromFile)
         }
-        return credentials
+        return (credentials, true)
     }
 }

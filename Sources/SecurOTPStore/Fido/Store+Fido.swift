@@ -22,9 +22,12 @@ extension Store {
             let existing = try count.step() ? Int(count.integer(0)) : 0
             try Self.checkFidoAdd(credentials, user: user, existingTokens: existing, known: try fidoCredentials(user: user), maxTokens: maxTokens,
                                   limitWhere: " in \(paths.config)")
+            var serials: [String] = []
+            for _ in credentials { serials.append(try freshFidoSerial(besides: serials)) }
+            serials = TokenSerial.ascending(serials)
             var added: [FidoCredential] = []
-            for given in credentials {
-                let credential = Self.newFido(given, serial: try freshFidoSerial(), source: source, now: now)
+            for (given, serial) in zip(credentials, serials) {
+                let credential = Self.newFido(given, serial: serial, source: source, now: now)
                 let sealed = try Self.sealFido(credential, key: keys.dataKey, user: user)
                 try db.prepare("""
                     INSERT INTO tokens (serial, user, kind, algorithm, digits, period, counter, sealed_seed, issuer, created, source, suite)
@@ -52,9 +55,10 @@ extension Store {
         }
     }
 
-    private func freshFidoSerial() throws(StoreError) -> String {
+    private func freshFidoSerial(besides taken: [String]) throws(StoreError) -> String {
         for _ in 0..<16 {
             guard let serial = TokenSerial.random() else { throw StoreError(.system, "no randomness available") }
+            if taken.contains(serial) { continue }
             let check = try db.prepare("SELECT 1 FROM tokens WHERE serial = ?")
             defer { check.reset() }
             try check.bind(.text(serial))

@@ -157,26 +157,49 @@ enum FidoImport {
         return !FileManager.default.fileExists(atPath: source)
     }
 
-    /// A pam_u2f mapping file (u2f_keys, u2f_mappings): UTF-8 whose every line, besides blank
-    /// lines and `#` comments, is `user:KH,...`; not an otpauth list, XML or a CTF string.
+    /// A pam_u2f mapping file (u2f_keys, u2f_mappings), read byte-wise as pam_u2f reads it (any
+    /// bytes, CRLF lines): a line names a user and holds a credential field, the file has a `,`,
+    /// no user field but a `#` one has a `/` or `<`; not an otpauth list.
     static func looksLikeMappingFile(_ bytes: [UInt8]) -> Bool {
-        guard let text = String(validating: bytes, as: UTF8.self), !text.hasPrefix("<"), !text.contains("otpauth") else { return false }
-        let lines = U2FMappingFile.lines(text, origin: "", appID: "")
-        return !lines.isEmpty && lines.allSatisfy { !$0.user.isEmpty && !$0.user.contains("/") } && text.contains(",")
+        guard bytes.contains(UInt8(ascii: ",")), !contains(bytes, "otpauth") else { return false }
+        let lines = U2FMappingFile.lines(bytes, origin: "", appID: "")
+        return lines.contains { !$0.entries.isEmpty }
+            && lines.allSatisfy { line in
+                line.userBytes.first == UInt8(ascii: "#") || !line.userBytes.contains { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "<") }
+            }
+    }
+
+    private static func contains(_ bytes: [UInt8], _ text: String) -> Bool {
+        let wanted = Array(text.utf8)
+        guard bytes.count >= wanted.count else { return false }
+        return (0...(bytes.count - wanted.count)).contains { bytes[$0..<$0 + wanted.count].elementsEqual(wanted) }
+    }
+
+    /// The FIDO settings an import binds credentials with: `--origin` (the origin, and the app
+    /// ID of old U2F-format credentials, they were made for: pamu2fcfg -o), else securotp.conf's.
+    static func settings(_ context: CommandContext, origin: String?) -> FidoSettings {
+        var fido = context.settings.fido
+        if let origin {
+            fido.origin = origin
+            fido.appID = origin
+        }
+        return fido
     }
 
     /// `securotp import USER FILE` with a pam_u2f mapping file: USER's line (the last one, as
-    /// pam_u2f reads it), all its credentials or none; a credential that cannot be imported
-    /// (resident, malformed) stops the import with the file, line and what to do.
-    static func run(user: String, mappingFile bytes: [UInt8], path: String, format: OutputFormat, context: CommandContext) async throws {
-        let fido = context.settings.fido
-        let text = String(decoding: bytes, as: UTF8.self)
+    /// pam_u2f reads it), all its credentials in the line's order or none; a credential that
+    /// cannot be imported (malformed) stops the import with the file, line and what to do.
+    static func run(user: String, mappingFile bytes: [UInt8], path: String, origin: String?, format: OutputFormat, context: CommandContext) async throws {
+        let fido = settings(context, origin: origin)
         let shownPath = TerminalText.escaped(path)
-        guard let line = U2FMappingFile.line(for: user, in: text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
+        guard let line = U2FMappingFile.line(for: user, in: bytes, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) else {
             throw CLIError(.invalidInput, "\(shownPath) has no line for \(user) (pam_u2f mapping file: user:KH,PK,type,attributes); nothing imported")
         }
         if let problem = line.problems.first {
             throw CLIError(.invalidInput, "\(shownPath):\(line.number): \(problem); nothing imported")
+        }
+        guard !line.entries.isEmpty else {
+            throw CLIError(.invalidInput, "\(shownPath):\(line.number): the line for \(user) holds no credential; nothing imported")
         }
         let added = try await context.addFido(line.credentials, user: user, source: "mapping-file")
         report(added, user: user, from: "\(shownPath):\(line.number)", format: format, context: context)
@@ -185,23 +208,24 @@ enum FidoImport {
     /// `securotp import --all FILE`: every user's line of a pam_u2f mapping file (the last one
     /// per user, as pam_u2f reads it), in one store transaction: a line that does not parse, a
     /// user name the store refuses, a credential a user already has or a token limit stops the
-    /// whole import, naming the file and line; nothing is imported then.
-    static func runAll(mappingFile path: String, format: OutputFormat, context: CommandContext) throws {
+    /// whole import, naming the file and line; nothing is imported then. A line whose user field
+    /// starts with `#` names no account (pam_u2f matches it to none): a comment, skipped.
+    static func runAll(mappingFile path: String, origin: String?, format: OutputFormat, context: CommandContext) throws {
         let bytes = try ImportInput.source(path)
         let shownPath = TerminalText.escaped(path)
         guard looksLikeMappingFile(bytes) else {
             throw CLIError(.importInvalid, "\(shownPath) is not a pam_u2f mapping file (user:KH,PK,type,attributes per line); nothing imported")
         }
-        let fido = context.settings.fido
-        let text = String(decoding: bytes, as: UTF8.self)
+        let fido = settings(context, origin: origin)
         var last: [String: U2FMappingFile.Line] = [:]
         var order: [String] = []
-        for line in U2FMappingFile.lines(text, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) {
-            guard !line.user.isEmpty else {
-                throw CLIError(.importInvalid, "\(shownPath):\(line.number): \(line.problems.first ?? "not user:KH,PK,type,attributes"); nothing imported")
+        for line in U2FMappingFile.lines(bytes, origin: fido.effectiveOrigin, appID: fido.effectiveAppID) {
+            if line.userBytes.first == UInt8(ascii: "#") { continue }
+            guard let user = line.user else {
+                throw CLIError(.importInvalid, "\(shownPath):\(line.number): the user name is not UTF-8; nothing imported")
             }
-            if last[line.user] == nil { order.append(line.user) }
-            last[line.user] = line
+            if last[user] == nil { order.append(user) }
+            last[user] = line
         }
         var byUser: [(user: String, credentials: [FidoCredential])] = []
         for user in order {
@@ -209,12 +233,18 @@ enum FidoImport {
             if let problem = line.problems.first {
                 throw CLIError(.importInvalid, "\(shownPath):\(line.number): \(problem); nothing imported")
             }
+            guard !line.entries.isEmpty else {
+                throw CLIError(.importInvalid, "\(shownPath):\(line.number): the line for \(TerminalText.quoted(user)) holds no credential; nothing imported")
+            }
             do {
                 try Store.validate(user: user)
             } catch {
                 throw CLIError(.importInvalid, "\(shownPath):\(line.number): \(error.message); nothing imported")
             }
             byUser.append((user, line.credentials))
+        }
+        guard !byUser.isEmpty else {
+            throw CLIError(.importInvalid, "\(shownPath) has no user's line; nothing imported")
         }
         // One transaction for every user needs the store itself, not a validator's API.
         guard !context.fidoThroughService else {
@@ -248,9 +278,9 @@ enum FidoImport {
         }
     }
 
-    static func run(user: String, line: String, format: OutputFormat, context: CommandContext) async throws {
-        let origin = context.settings.fido.effectiveOrigin
-        let parsed = FidoCredential.parse(line: line, origin: origin, appID: context.settings.fido.effectiveAppID)
+    static func run(user: String, line: String, origin: String?, format: OutputFormat, context: CommandContext) async throws {
+        let fido = settings(context, origin: origin)
+        let parsed = FidoCredential.parse(line: line, origin: fido.effectiveOrigin, appID: fido.effectiveAppID)
         guard parsed.problem.isEmpty else { throw CLIError(.invalidInput, "pam_u2f line: \(parsed.problem)") }
         guard parsed.user.isEmpty || parsed.user == user else {
             throw CLIError(.invalidInput, "the pam_u2f line is for \(TerminalText.quoted(parsed.user)), not \(user)")

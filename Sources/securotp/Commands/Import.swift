@@ -19,6 +19,7 @@ struct Import: ContextCommand {
           securotp import bob 'otpauth://totp/ACME:bob?secret=JBSWY3DPEHPK3PXP&issuer=ACME'
           securotp import carol vendor.pskc --key-file /root/transport.key --format json
           securotp import dave "$(pamu2fcfg -u dave)"    # a FIDO security key (pam_u2f line)
+          securotp import dave --origin pam://web1 "$(pamu2fcfg -o pam://web1 -u dave)"   # made for another origin
           securotp import dave /etc/u2f_mappings          # dave's line of a pam_u2f mapping file
           securotp import --all /etc/u2f_mappings         # every user's line: all of them or none
         """
@@ -37,12 +38,20 @@ struct Import: ContextCommand {
         valueName: "FILE"))
     var allFrom: String?
 
+    @Option(help: ArgumentHelp(
+        "pam_u2f lines and mapping files: the origin the credentials were made for (pamu2fcfg -o; also the app ID of old KH,PK credentials). Default: origin= in securotp.conf, else pam://HOSTNAME. The module accepts a credential only for its own origin.",
+        valueName: "ORIGIN"))
+    var origin: String?
+
     @OptionGroup var options: ImportCommandOptions
 
     @Option(help: "text or json.")
     var format: OutputFormat = .text
 
     func validate() throws {
+        if let origin, !FidoSettings.validOrigin(origin) {
+            throw ValidationError("--origin: not an origin (printable ASCII without spaces or commas, at most 255 bytes, e.g. pam://host)")
+        }
         if allFrom != nil {
             guard user == nil, source == nil else { throw ValidationError("--all FILE takes no USER or SOURCE: every user in FILE is imported") }
         } else {
@@ -51,15 +60,18 @@ struct Import: ContextCommand {
     }
 
     func run(in context: CommandContext) async throws {
-        if let allFrom { return try FidoImport.runAll(mappingFile: allFrom, format: format, context: context) }
+        if let allFrom { return try FidoImport.runAll(mappingFile: allFrom, origin: origin, format: format, context: context) }
         guard let user, let source else { throw CLIError.usage("give USER and SOURCE") }
         try Store.validate(user: user)
         if FidoImport.looksLikeU2FLine(source) { // pamu2fcfg's output (Fido.swift)
-            return try await FidoImport.run(user: user, line: source, format: format, context: context)
+            return try await FidoImport.run(user: user, line: source, origin: origin, format: format, context: context)
         }
         let input = try ImportInput.source(source)
         if FidoImport.looksLikeMappingFile(input) { // a pam_u2f mapping file (Fido.swift)
-            return try await FidoImport.run(user: user, mappingFile: input, path: source, format: format, context: context)
+            return try await FidoImport.run(user: user, mappingFile: input, path: source, origin: origin, format: format, context: context)
+        }
+        guard origin == nil else {
+            throw CLIError.usage("--origin is for pam_u2f lines and mapping files; \(TerminalText.escaped(source)) is neither")
         }
         let password = try options.readPassword().map { String(decoding: $0, as: UTF8.self) }
         let keyHex = try options.readTransportKey().map { key in key.withUnsafeBytes { Hex.encode($0) } }

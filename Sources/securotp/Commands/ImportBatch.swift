@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import SecurOTPService
+import SecurOTPCore
 import SecurOTPCommandLine
 
 /// `securotp import-batch FILE`: many users at once, one line each — for moving a fleet from
@@ -45,7 +46,7 @@ struct ImportBatch: ContextCommand {
         }
         var lines: [Line] = []
         var failures = 0
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in TextLines.split(text).enumerated() {
             let fields = raw.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
             guard let first = fields.first, !first.hasPrefix("#") else { continue }
             guard fields.count >= 2, let source = fields.last else {

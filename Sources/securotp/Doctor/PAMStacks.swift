@@ -1,5 +1,6 @@
 import Glibc
 import SecurOTPStore
+import SecurOTPCore
 
 /// The PAM service files of a directory, with `@include`, `include` and `substack` followed:
 /// which services reach a pam_securotp line, directly or through a shared file such as
@@ -51,7 +52,7 @@ struct PAMStacks {
             guard let bytes = try? FileSecurity.contents(of: path, .policy, maxSize: 1 << 20),
                   let content = String(validating: bytes, as: UTF8.self) else { continue }
             var entries: [Entry] = []
-            for (index, text) in content.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            for (index, text) in TextLines.split(content).enumerated() {
                 let words = text.split(whereSeparator: { $0 == " " || $0 == "\t" })
                 if words.count >= 2, words[0] == "@include" {
                     entries.append(.include(String(words[1]), type: nil))

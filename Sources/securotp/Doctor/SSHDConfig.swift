@@ -1,5 +1,6 @@
 import Glibc
 import SecurOTPStore
+import SecurOTPCore
 
 /// sshd_config as sshd reads it for the settings pam_securotp needs: `Include` files followed
 /// (globs sorted, relative names under the main file's directory, as sshd does under /etc/ssh),
@@ -49,7 +50,7 @@ struct SSHDConfig {
             return
         }
         var lineNumber = 0
-        for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        for raw in TextLines.split(text) {
             lineNumber += 1
             let line = raw.drop { $0 == " " || $0 == "\t" }
             if line.isEmpty || line.hasPrefix("#") { continue }
