@@ -82,6 +82,8 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     case fidoValidatorNoChallenge = "SOTP-M089"
     case fidoValidatorNoCheck = "SOTP-M090"
     case offlineCodesDropped = "SOTP-M091"
+    // A security key signs only for this host (issue 25; docs/security.md)
+    case fidoForeignCredentialDropped = "SOTP-M120"
 }
 
 /// Why a CLI (securotp, securotp-authenticator, securotpd at start-up) ended with an error:
