@@ -85,6 +85,8 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     // Mapping files read as pam_u2f reads them (issue 25)
     case fidoMappingLineUnusable = "SOTP-M110"
     case fidoCredentialForOtherOrigin = "SOTP-M111"
+    // A security key signs only for this host (issue 25; docs/security.md)
+    case fidoForeignCredentialDropped = "SOTP-M120"
 }
 
 /// Why a CLI (securotp, securotp-authenticator, securotpd at start-up) ended with an error:

@@ -55,6 +55,8 @@ struct SoftKey {
     var ctap21 = false
     /// alwaysUv (SOFTFIDO_ALWAYS_UV=1).
     var alwaysUV = false
+    /// SOFTFIDO_LOG: a file the key appends one line to per getAssertion request (`requests()`).
+    var requestLog = ""
 
     init(_ box: Sandbox, name: String = "softfido.state") { state = box.path(name) }
 
@@ -69,7 +71,37 @@ struct SoftKey {
             "SOFTFIDO_ALWAYS_UV": alwaysUV ? "1" : "",
             "SOFTFIDO_ATTESTATION": "",
             "SOFTFIDO_DEBUG": "",
+            "SOFTFIDO_LOG": requestLog,
         ]
+    }
+
+    /// A key that records what it is asked to sign (SOFTFIDO_LOG) in a file of the sandbox.
+    func recording(_ box: Sandbox) -> SoftKey {
+        var key = self
+        key.requestLog = box.path("softfido-requests-\(UUID().uuidString.prefix(8)).log")
+        return key
+    }
+
+    /// One getAssertion request the key received: the RP ID, the client data hash (hex) and
+    /// whether user presence was asked for.
+    struct AssertionRequest: Equatable, CustomStringConvertible {
+        let rpID: String
+        let clientDataHash: String
+        let presence: Bool
+        var description: String { "rp=\(rpID) cdh=\(clientDataHash) up=\(presence ? 1 : 0)" }
+    }
+
+    /// Every getAssertion request so far (a key made with `recording`).
+    func requests() throws -> [AssertionRequest] {
+        guard !requestLog.isEmpty else { throw HarnessError("this key records nothing: make it with recording(_:)") }
+        guard let text = try? String(contentsOfFile: requestLog, encoding: .utf8) else { return [] }
+        return try text.split(separator: "\n").map { line in
+            let fields = line.split(separator: " ")
+            guard fields.count == 4, fields[0] == "getAssertion", fields[1].hasPrefix("rp="), fields[2].hasPrefix("cdh="), fields[3].hasPrefix("up=") else {
+                throw HarnessError("unexpected softfido log line: \(line)")
+            }
+            return AssertionRequest(rpID: String(fields[1].dropFirst(3)), clientDataHash: String(fields[2].dropFirst(4)), presence: fields[3] == "up=1")
+        }
     }
 
     func refusing() -> SoftKey {

@@ -22,16 +22,24 @@ struct TestKey {
                                     type: .es256, presence: true, verification: false, pin: false, origin: origin)
     }
 
-    /// The verify body for challenge `offer` with `counter` (and the UP flag per `touched`).
-    func assertion(_ offer: APIClient.Answer, user: String, serial: String, counter: UInt32, touched: Bool = true) throws -> [String: Any] {
+    /// The client data a host builds for `challenge` at `origin` (docs/fido.md, "What the key signs").
+    static func clientData(challenge: String, origin: String, type: String = "securotp.fido.login") -> [UInt8] {
+        Array(#"{"type":"\#(type)","challenge":"\#(challenge)","origin":"\#(origin)"}"#.utf8)
+    }
+
+    /// The verify body for challenge `offer` with `counter` (and the UP flag per `touched`): the
+    /// key signs its authenticator data and SHA-256 of `clientData` (default: the host's client
+    /// data for the offer's challenge at the credential's origin).
+    func assertion(_ offer: APIClient.Answer, user: String, serial: String, counter: UInt32, touched: Bool = true,
+                   clientData: [UInt8]? = nil) throws -> [String: Any] {
         let id = try #require(offer.string("id"))
-        let hashText = try #require(offer.string("client_data_hash"))
-        let hash = try #require(PushRules.base64URLDecode(hashText))
+        let challenge = try #require(offer.string("challenge"), "\(offer.text)")
+        let signed = clientData ?? Self.clientData(challenge: challenge, origin: credential.origin)
         let authenticatorData = PushRules.sha256(Array(credential.origin.utf8)) + [touched ? 0x01 : 0x00]
             + [UInt8(counter >> 24), UInt8(counter >> 16 & 0xFF), UInt8(counter >> 8 & 0xFF), UInt8(counter & 0xFF)]
-        let signature = try #require(PushRules.sign(authenticatorData + hash, privateKeyPEM: privateKeyPEM))
-        return ["user": user, "id": id, "serial": serial, "authenticator_data": PushRules.base64URLEncode(authenticatorData),
-                "signature": PushRules.base64URLEncode(signature)]
+        let signature = try #require(PushRules.sign(authenticatorData + PushRules.sha256(signed), privateKeyPEM: privateKeyPEM))
+        return ["user": user, "id": id, "serial": serial, "client_data": PushRules.base64URLEncode(signed),
+                "authenticator_data": PushRules.base64URLEncode(authenticatorData), "signature": PushRules.base64URLEncode(signature)]
     }
 }
 
@@ -127,6 +135,50 @@ struct FidoAPITests {
             // A host asking for another origin is offered nothing.
             let elsewhere = try await client.call(.post, "/v1/fido/challenge", ["user": "root", "origin": "pam://other"], bearer: fixture.host)
             #expect((elsewhere["credentials"] as? [Any])?.isEmpty == true, "\(elsewhere.text)")
+        }
+    }
+
+    @Test("What the key signed must be this host's securotp login: the client data with this challenge at the credential's origin; any other, signed or not, is refused and counted", arguments: Backend.allCases)
+    func clientDataChecked(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        let key = try TestKey()
+        let serial = try await Self.enroll(fixture, key)
+        try await fixture.withClient { client in
+            let offer = try await Self.challenge(client, fixture.host)
+            let challenge = try #require(offer.string("challenge"), "\(offer.text)")
+            #expect(PushRules.base64URLDecode(challenge)?.count == 32, "\(offer.text)")
+            #expect(offer["client_data_hash"] == nil, "no hash for the host to sign: \(offer.text)")
+            let other = try await Self.challenge(client, fixture.host)
+            let otherChallenge = try #require(other.string("challenge"))
+
+            // Each signed correctly over what it names, each refused for what it names.
+            let wrong: [(String, [UInt8])] = [
+                ("another challenge", TestKey.clientData(challenge: otherChallenge, origin: TestKey.origin)),
+                ("another origin", TestKey.clientData(challenge: challenge, origin: "https://accounts.example")),
+                ("a WebAuthn login", TestKey.clientData(challenge: challenge, origin: TestKey.origin, type: "webauthn.get")),
+                ("extra members", Array(#"{"type":"securotp.fido.login","challenge":"\#(challenge)","origin":"\#(TestKey.origin)","crossOrigin":false}"#.utf8)),
+            ]
+            var failures = 0
+            for (what, clientData) in wrong {
+                let next = try await Self.challenge(client, fixture.host)
+                var body = try key.assertion(next, user: "root", serial: serial, counter: 5, clientData: clientData)
+                if what == "another challenge" { body["id"] = try #require(offer.string("id")) }
+                let refused = try await client.call(.post, "/v1/fido/verify", body, bearer: fixture.host)
+                failures += 1
+                #expect(refused.string("result") == "reject" && refused["failures"] as? Int == failures, "\(what): \(refused.text)")
+                #expect(refused.string("reason")?.contains("client data") == true, "\(what): \(refused.text)")
+            }
+
+            let fresh = try await Self.challenge(client, fixture.host)
+            var missing = try key.assertion(fresh, user: "root", serial: serial, counter: 5)
+            missing["client_data"] = nil
+            let noClientData = try await client.call(.post, "/v1/fido/verify", missing, bearer: fixture.host)
+            #expect(noClientData.status == 400, "an assertion without its client data: \(noClientData.text)")
+
+            let again = try await Self.challenge(client, fixture.host)
+            let accepted = try await client.call(.post, "/v1/fido/verify", try key.assertion(again, user: "root", serial: serial, counter: 5),
+                                                 bearer: fixture.host)
+            #expect(accepted.string("result") == "accept", "the host's own client data for this challenge: \(accepted.text)")
         }
     }
 

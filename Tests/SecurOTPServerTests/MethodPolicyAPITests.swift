@@ -282,12 +282,13 @@ struct MethodPolicyAPITests {
             let offer = try await client.call(.post, "/v1/fido/challenge", ["user": "alice", "origin": "pam://test-host"], bearer: fixture.host)
             #expect((offer["credentials"] as? [Any])?.count == 1, "\(offer.text)")
             let id = try #require(offer.string("id"))
-            let hashText = try #require(offer.string("client_data_hash"))
-            let hash = try #require(PushRules.base64URLDecode(hashText))
+            let challenge = try #require(offer.string("challenge"))
+            let clientData = TestKey.clientData(challenge: challenge, origin: "pam://test-host")
             let data = PushRules.sha256(Array("pam://test-host".utf8)) + [0x01, 0, 0, 0, 9]
-            let signature = try #require(PushRules.sign(data + hash, privateKeyPEM: pair.privateKeyPEM))
+            let signature = try #require(PushRules.sign(data + PushRules.sha256(clientData), privateKeyPEM: pair.privateKeyPEM))
             try Self.setPolicy(fixture, "alice", "otp")
             let refused = try await client.call(.post, "/v1/fido/verify", ["user": "alice", "id": id, "serial": serial,
+                                                                          "client_data": PushRules.base64URLEncode(clientData),
                                                                           "authenticator_data": PushRules.base64URLEncode(data),
                                                                           "signature": PushRules.base64URLEncode(signature)], bearer: fixture.host)
             #expect(refused.string("result") == "reject" && refused.string("reason") == "unknown, expired or used FIDO challenge"

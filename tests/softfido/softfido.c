@@ -24,6 +24,9 @@
  *                               for a credential it does not hold fails before the touch. Without
  *                               it, a CTAP 2.0 key, which asks for the touch first.
  *   SOFTFIDO_DEBUG=1            one line per command on stderr.
+ *   SOFTFIDO_LOG=FILE           one line appended per getAssertion request, as it arrives (before
+ *                               any check): "getAssertion rp=RP_ID cdh=HEX up=0|1", so a test can
+ *                               tell what the key was asked to sign and for which RP.
  *
  * getAssertion without an allow list answers with every resident credential for the RP,
  * newest first (numberOfCredentials, then getNextAssertion), as a real key does.
@@ -1154,6 +1157,19 @@ static int get_next_assertion(struct out *o, struct state *s, bool *dirty) {
     return status;
 }
 
+/* SOFTFIDO_LOG: what the key was asked to sign, appended as it arrives (O_APPEND: whole lines
+   from concurrent processes). */
+static void record_request(const char *rp_id, const unsigned char cdh[32], bool presence) {
+    const char *path = getenv("SOFTFIDO_LOG");
+    if (path == NULL || path[0] == 0) return;
+    FILE *file = fopen(path, "a");
+    if (file == NULL) return;
+    fprintf(file, "getAssertion rp=%s cdh=", rp_id);
+    hex_out(file, cdh, 32);
+    fprintf(file, " up=%d\n", presence ? 1 : 0);
+    fclose(file);
+}
+
 static int get_assertion(struct in *in, struct out *o, struct state *s, bool *dirty) {
     uint64_t entries;
     if (!r_container(in, 5, &entries)) return ST_INVALID_CBOR;
@@ -1196,6 +1212,7 @@ static int get_assertion(struct in *in, struct out *o, struct state *s, bool *di
     }
     if (!have_rp || cdh == NULL) return ST_MISSING_PARAMETER;
     if (cdh_length != 32) return ST_INVALID_PARAMETER;
+    record_request(rp_id, cdh, up != 0);
     if (rk != -1) return ST_UNSUPPORTED_OPTION;
 
     bool verified;

@@ -6,7 +6,8 @@ import SecurOTPStore
 
 /// Local mode's FIDO step (docs/fido.md): for a user with FIDO credentials it runs before the
 /// passcode prompt. Like pam_u2f, per credential: find an attached key that holds it, ask
-/// for the touch, take an assertion over a fresh random challenge; unlike pam_u2f, the module
+/// for the touch, take an assertion over a fresh random challenge (in the client data this host
+/// builds, FidoClientData, as in remote mode); unlike pam_u2f, the module
 /// checks the assertion itself and the signature counter must rise.
 enum FidoLogin {
     enum Outcome: Equatable {
@@ -61,9 +62,8 @@ enum FidoLogin {
             return .refused(PAM_AUTH_ERR)
         }
         let origin = fido.effectiveOrigin
-        let appID = fido.effectiveAppID
         // pam_u2f's userpresence=, userverification=, pinverification= override each credential's attributes.
-        let usable = credentials.filter { !$0.cloned && ($0.origin == origin || $0.origin == appID) }.prefix(fido.maxDevices).map { credential in
+        let usable = credentials.filter { !$0.cloned && fido.ownRPID(forCredentialMadeFor: $0.origin) != nil }.prefix(fido.maxDevices).map { credential in
             var effective = credential
             effective.presence = fido.userPresence ?? credential.presence
             effective.verification = fido.userVerification ?? credential.verification
@@ -87,13 +87,12 @@ enum FidoLogin {
             return unavailable
         }
         guard FidoTouch.load(login) else { return unavailable }
-        guard let challenge = SecretBytes.random(count: 32) else {
+        guard let challenge = SecretBytes.random(count: FidoClientData.challengeLength) else {
             session.log(.noRandomness, LOG_ERR, "FIDO: no randomness for a challenge; denying \(login.shownUser)")
             return .refused(PAM_AUTHINFO_UNAVAIL)
         }
-        let clientDataHash = challenge.withUnsafeBytes { Array($0) }
-        guard let (credential, touched) = FidoTouch.assertion(login, Array(usable), clientDataHash: clientDataHash) else { return unavailable }
-        return counted(checked(login, credential, touched, clientDataHash: clientDataHash), login)
+        guard let touched = FidoTouch.assertion(login, Array(usable), challenge: challenge.withUnsafeBytes { Array($0) }) else { return unavailable }
+        return counted(checked(login, touched.credential, touched.result, clientDataHash: FidoClientData.hash(touched.clientData)), login)
     }
 
     /// The check of what the key at hand returned for `credential`, and the counter write.

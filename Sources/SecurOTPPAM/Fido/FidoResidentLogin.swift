@@ -8,13 +8,13 @@ import SecurOTPEngine
 /// credential's public key is the user's; it is then checked in full as any other (FidoLogin,
 /// or the validator in remote mode).
 extension FidoTouch {
-    static func residentAssertion(_ credential: FidoCredential, path: [CChar], clientDataHash: [UInt8], up: Int32,
+    static func residentAssertion(_ credential: FidoCredential, rpID: String, path: [CChar], clientDataHash: [UInt8], up: Int32,
                                   uv: Int32, pin: UnsafeMutablePointer<CChar>?, into chosen: inout securotp_fido_assertion,
                                   error: inout [CChar]) -> Int32 {
         var answers = [securotp_fido_assertion](repeating: securotp_fido_assertion(), count: Int(SECUROTP_FIDO_MAX_RESIDENT))
         var count = 0
         let capacity = answers.count
-        let result = credential.origin.withCString { rpID in
+        let result = rpID.withCString { rpID in
             answers.withUnsafeMutableBufferPointer { buffer in
                 securotp_fido_assert_resident(path, rpID, clientDataHash, up, uv, pin, touchTimeoutMilliseconds, buffer.baseAddress,
                                               capacity, &count, &error)

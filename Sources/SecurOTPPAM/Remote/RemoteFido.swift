@@ -1,13 +1,15 @@
 import CPAM
 import CPosix
 import SecurOTPCore
+import SecurOTPEngine
 import SecurOTPStore
 
 /// Remote mode's security-key step (docs/fido.md, "Remote mode"): the validator keeps the
 /// credentials and counters, issues the challenge (`/v1/fido/challenge`) and checks the
-/// assertion (`/v1/fido/verify`); this host only finds the key and asks for the touch
-/// (FidoTouch, as in local mode). A validator that cannot be asked fails the FIDO step
-/// closed: the next method follows.
+/// assertion (`/v1/fido/verify`); this host finds the key and asks for the touch (FidoTouch,
+/// as in local mode) — for its own origin only, over client data it builds itself from the
+/// validator's challenge (docs/security.md, "A security key signs only for this host"). A
+/// validator that cannot be asked fails the FIDO step closed: the next method follows.
 enum RemoteFido {
     static func attempt(_ login: LoginContext, client: ValidatorClient, validator: String) -> FidoLogin.Outcome {
         let session = login.session
@@ -28,22 +30,35 @@ enum RemoteFido {
             session.log(.fidoNoCredentialForOrigin, LOG_NOTICE, "FIDO: the validator offers no credential of \(login.shownUser) for origin \(TerminalText.quoted(fido.effectiveOrigin)) (none, cloned, another origin, or locked)")
             return .unavailable
         }
+        // The key signs only for this host: a credential the validator says was made for another
+        // RP ID is dropped and logged, never asked for (FidoSettings.ownRPID, local mode's rule).
+        var own: [FidoCredential] = []
+        for credential in offer.credentials {
+            guard fido.ownRPID(forCredentialMadeFor: credential.origin) != nil else {
+                session.log(.fidoForeignCredentialDropped, LOG_WARNING, "FIDO: validator \(validator) offered credential \(credential.serial) of \(login.shownUser) for origin \(TerminalText.quoted(credential.origin)), not this host's \(TerminalText.quoted(fido.effectiveOrigin)); dropped, the key is not asked for it")
+                continue
+            }
+            own.append(credential)
+        }
         // pam_u2f's userpresence=, userverification=, pinverification= set what the key is
         // asked for; the validator checks against the enrolled attributes.
-        let usable = offer.credentials.prefix(fido.maxDevices).map { credential in
+        let usable = own.prefix(fido.maxDevices).map { credential in
             var effective = credential
             effective.presence = fido.userPresence ?? credential.presence
             effective.verification = fido.userVerification ?? credential.verification
             effective.pin = fido.pinVerification ?? credential.pin
             return effective
         }
-        guard FidoTouch.load(login), let (credential, touched) = FidoTouch.assertion(login, Array(usable), clientDataHash: offer.clientDataHash) else {
+        guard !usable.isEmpty, FidoTouch.load(login), let asked = FidoTouch.assertion(login, Array(usable), challenge: offer.challenge) else {
             return .unavailable
         }
+        let (credential, touched) = (asked.credential, asked.result)
         var verify: [(key: String, value: JSONWriter.Field)] = [(key: "user", value: .text(login.user)), (key: "id", value: .text(offer.id)),
                                                                  (key: "serial", value: .text(credential.serial))]
         switch touched {
         case .assertion(let authenticatorData, let signature):
+            // What the key signed after its authenticator data is SHA-256 of these bytes.
+            verify.append((key: "client_data", value: .text(Base64.encode(asked.clientData, .url))))
             verify.append((key: "authenticator_data", value: .text(Base64.encode(authenticatorData, .url))))
             verify.append((key: "signature", value: .text(Base64.encode(signature, .url))))
         case .declined, .refused:
@@ -89,16 +104,19 @@ enum RemoteFido {
         }
     }
 
-    /// `/v1/fido/challenge`'s answer, every field checked before use.
+    /// `/v1/fido/challenge`'s answer, every field checked before use. The challenge is 32
+    /// bytes this host puts into its own client data (FidoClientData), never a hash to sign; an
+    /// answer without it (a validator from before issue 25, which sends `client_data_hash`)
+    /// is unreadable: the key is not asked.
     struct ChallengeAnswer {
         let id: String
-        let clientDataHash: [UInt8]
+        let challenge: [UInt8]
         let credentials: [FidoCredential]
 
         init?(_ json: JSONValue) {
             guard let id = json["id"]?.string, ValidatorText.isChallengeID(id),
-                  let hashText = json["client_data_hash"]?.string, hashText.utf8.count <= 64,
-                  let hash = Base64.decode(hashText, .url), hash.count == 32,
+                  let challengeText = json["challenge"]?.string, challengeText.utf8.count <= 64,
+                  let challenge = Base64.decode(challengeText, .url), challenge.count == FidoClientData.challengeLength,
                   let items = json["credentials"]?.array, items.count <= 256 else { return nil }
             var credentials: [FidoCredential] = []
             for item in items {
@@ -117,7 +135,7 @@ enum RemoteFido {
                 credentials.append(credential)
             }
             self.id = id
-            clientDataHash = hash
+            self.challenge = challenge
             self.credentials = credentials
         }
     }

@@ -36,8 +36,9 @@ public struct FidoAllowedCredential: Codable, Sendable, Equatable {
 public struct FidoChallengeResponse: Codable, Sendable, Equatable {
     /// Sent back with the assertion; single use, bound to the user and this host.
     public var id: String
-    /// base64url of the 32 bytes the key signs with its authenticator data (the client data hash).
-    public var clientDataHash: String
+    /// base64url of 32 bytes the host puts into the client data it builds and has its key sign
+    /// (FidoClientData; docs/fido.md, "What the key signs"): never a hash for the key to sign.
+    public var challenge: String
     /// Seconds the host has to send the assertion.
     public var expiresIn: Int
     /// The user's usable credentials for the origin (none for a locked user, a user without
@@ -52,16 +53,21 @@ public struct FidoVerifyRequest: Codable, Sendable, Equatable {
     /// The challenge's id.
     public var id: String
     public var serial: String
+    /// base64url of the client data the host built (FidoClientData) and had its key sign the
+    /// SHA-256 of; required with an assertion.
+    public var clientData: String?
     /// base64url.
     public var authenticatorData: String?
     /// base64url.
     public var signature: String?
     public var declined: Bool?
 
-    public init(user: String, id: String, serial: String, authenticatorData: String? = nil, signature: String? = nil, declined: Bool? = nil) {
+    public init(user: String, id: String, serial: String, clientData: String? = nil, authenticatorData: String? = nil, signature: String? = nil,
+                declined: Bool? = nil) {
         self.user = user
         self.id = id
         self.serial = serial
+        self.clientData = clientData
         self.authenticatorData = authenticatorData
         self.signature = signature
         self.declined = declined

@@ -11,9 +11,10 @@ public enum FidoDecisions {
     public static let maxAuthenticatorData = 1024
     public static let maxSignature = 512
 
-    /// The bytes the key signs with its authenticator data: derived from the challenge's
-    /// random id, so the stored challenge row alone names them (as an OCRA challenge's text).
-    public static func clientDataHash(challengeID: String) -> [UInt8] {
+    /// The challenge the host puts into its client data (FidoClientData): derived from the
+    /// challenge's random id, so the stored challenge row alone names it (as an OCRA
+    /// challenge's text).
+    public static func challenge(challengeID: String) -> [UInt8] {
         PushRules.sha256(Array("securotp fido challenge \(challengeID)".utf8))
     }
 
@@ -65,7 +66,7 @@ public enum FidoDecisions {
         let usable = locked ? [] : credentials.filter {
             !$0.cloned && !$0.resident && ($0.origin == origin || $0.origin == (appID ?? origin))
         }.prefix(maxOffered)
-        let response = FidoChallengeResponse(id: id, clientDataHash: PushRules.base64URLEncode(clientDataHash(challengeID: id)),
+        let response = FidoChallengeResponse(id: id, challenge: PushRules.base64URLEncode(challenge(challengeID: id)),
                                              expiresIn: Int(PendingChallenge.lifetime),
                                              credentials: usable.map { credential in
                                                  FidoAllowedCredential(serial: credential.serial, keyHandle: PushRules.base64URLEncode(credential.keyHandle),
@@ -86,7 +87,7 @@ public enum FidoDecisions {
         public var id: String
         public var serial: String
         /// nil: the key was there and the user did not touch it.
-        public var signed: (authenticatorData: [UInt8], signature: [UInt8])?
+        public var signed: (clientData: [UInt8], authenticatorData: [UInt8], signature: [UInt8])?
 
         public init(_ request: FidoVerifyRequest) throws(ServiceError) {
             user = try RequestRules.user(request.user)
@@ -96,7 +97,8 @@ public enum FidoDecisions {
             if request.declined == true {
                 signed = nil
             } else {
-                signed = (try PushRules.binary(request.authenticatorData, "authenticator_data", maxBytes: maxAuthenticatorData),
+                signed = (try PushRules.binary(request.clientData, "client_data", maxBytes: FidoClientData.maxLength),
+                          try PushRules.binary(request.authenticatorData, "authenticator_data", maxBytes: maxAuthenticatorData),
                           try PushRules.binary(request.signature, "signature", maxBytes: maxSignature))
             }
         }
@@ -138,8 +140,13 @@ public enum FidoDecisions {
             return refusal(assertion, credential == nil ? "no such FIDO credential for this user" : "the credential is disabled (cloned key)")
         }
         guard let signed = assertion.signed else { return refusal(assertion, "the key was not touched") }
+        // What the key signed must be a securotp login with this challenge for the RP ID the
+        // credential was enrolled for: the bytes a host builds (FidoClientData), nothing else.
+        guard signed.clientData == FidoClientData.json(challenge: Self.challenge(challengeID: challenge.id), rpID: credential.origin) else {
+            return refusal(assertion, "the client data is not a securotp login with this challenge for the credential's origin")
+        }
         let check = FidoAssertionCheck.verify(authenticatorData: signed.authenticatorData, signature: signed.signature,
-                                              clientDataHash: clientDataHash(challengeID: challenge.id), credential: credential,
+                                              clientDataHash: FidoClientData.hash(signed.clientData), credential: credential,
                                               requirePresence: credential.presence, requireVerification: credential.verification || credential.pin)
         switch check {
         case .refused(let refusal):

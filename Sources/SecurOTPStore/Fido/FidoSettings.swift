@@ -36,6 +36,18 @@ public struct FidoSettings: Sendable, Equatable {
     /// `appid`, or the effective origin (pam_u2f's default).
     public var effectiveAppID: String { appID.isEmpty ? effectiveOrigin : appID }
 
+    /// The one rule for which RP ID this host asks its security key for (docs/security.md, "A
+    /// security key signs only for this host"), in both modes: for a credential made for this
+    /// host's `origin`, or for its `appid` (old U2F-format credentials), this host's own
+    /// setting; for a credential made for any other RP ID, nil — it is never asked for, whoever
+    /// offers it (the store, a mapping file, a validator).
+    public func ownRPID(forCredentialMadeFor rpID: String) -> String? {
+        let origin = effectiveOrigin
+        if rpID == origin { return origin }
+        let appID = effectiveAppID
+        return rpID == appID ? appID : nil
+    }
+
     /// An RP ID: printable ASCII without spaces, commas or colons after the scheme, 1–255 bytes.
     public static func validOrigin(_ value: String) -> Bool {
         !value.isEmpty && value.utf8.count <= 255 && value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: ",") }
