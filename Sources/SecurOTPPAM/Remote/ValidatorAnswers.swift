@@ -328,9 +328,11 @@ enum ValidatorText {
         return .some(text)
     }
 
-    /// Shown on the user's terminal: no control characters (no escape sequences), bounded.
+    /// Shown on the user's terminal: bounded, and safe by the project's one rule for text from
+    /// outside (TerminalText.isSafe): no C0/C1 control (no escape sequence), no line separator,
+    /// no bidi control that would reorder what the user reads.
     static func isDisplayable(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 512 && !text.unicodeScalars.contains { $0.value < 0x20 || ($0.value >= 0x7f && $0.value < 0xa0) }
+        !text.isEmpty && text.utf8.count <= 512 && TerminalText.isSafe(text)
     }
 
     /// Challenge ids go back to the validator as they came: short, plain.
