@@ -211,6 +211,53 @@ struct PushAPITests {
         }
     }
 
+    @Test("A host's wait that says the wrong numbers it told of ends at the next one at once, and says the count", arguments: Backend.allCases)
+    func waitEndsAtAWrongNumber(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let request = try #require(try await Self.pending(client, device).first)
+            let wrong = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "000000"), bearer: device.credential)
+            #expect(wrong.string("state") == "pending", "\(wrong.text)")
+            let started = Date()
+            let told = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 10, "wrong_numbers": 0], bearer: fixture.host)
+            #expect(told.string("state") == "pending" && told["wrong_numbers"] as? Int == 1, "\(told.text)")
+            #expect(Date().timeIntervalSince(started) < 5, "answered at once, not after the wait")
+            // Told of one: the wait holds until something new happens (here, its end).
+            let held = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1, "wrong_numbers": 1], bearer: fixture.host)
+            #expect(held.string("state") == "pending" && held["wrong_numbers"] as? Int == 1, "\(held.text)")
+            #expect(Date().timeIntervalSince(started) >= 1)
+        }
+    }
+
+    @Test("A failed request tells the host why: wrong numbers, or a refused approval (a replayed signature)", arguments: Backend.allCases)
+    func failedSaysWhy(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let first = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let firstRequest = try #require(try await Self.pending(client, device).first)
+            let approval = try device.approval(of: firstRequest, number: "492817", counter: 1)
+            #expect(try await client.call(.post, "/v1/device/answer", approval, bearer: device.credential).string("state") == "approved")
+            _ = try await client.call(.post, "/v1/push/wait", ["id": first, "wait": 1], bearer: fixture.host)
+            // The first approval's signed answer replayed on a new request.
+            let second = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            var replayed = approval
+            replayed["id"] = second
+            let refused = try await client.call(.post, "/v1/device/answer", replayed, bearer: device.credential)
+            #expect(refused.string("state") == "failed", "\(refused.text)")
+            let replayState = try await client.call(.post, "/v1/push/wait", ["id": second, "wait": 1], bearer: fixture.host)
+            #expect(replayState.string("state") == "failed" && replayState.string("reason") == "approval_refused", "\(replayState.text)")
+            // Three wrong numbers.
+            let third = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let request = try #require(try await Self.pending(client, device).first)
+            for _ in 1...3 { _ = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "000000"), bearer: device.credential) }
+            let wrongState = try await client.call(.post, "/v1/push/wait", ["id": third, "wait": 1], bearer: fixture.host)
+            #expect(wrongState.string("state") == "failed" && wrongState.string("reason") == "wrong_number", "\(wrongState.text)")
+        }
+    }
+
     @Test("A forged signature is refused, and a device cannot answer another user's request", arguments: Backend.allCases)
     func foreignAndForged(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
