@@ -82,6 +82,10 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     case fidoValidatorNoChallenge = "SOTP-M089"
     case fidoValidatorNoCheck = "SOTP-M090"
     case offlineCodesDropped = "SOTP-M091"
+    // Device approvals: what the user is told, device certificates (issue 25)
+    case pushWrongNumber = "SOTP-M140"
+    case deviceRevokedUnusable = "SOTP-M141"
+    case certificateWithoutExpiry = "SOTP-M142"
 }
 
 /// Why a CLI (securotp, securotp-authenticator, securotpd at start-up) ended with an error:

@@ -108,11 +108,24 @@ struct PushWaitAnswer {
 
     let state: State
     let approval: DeviceApproval?
+    /// `pending`: wrong numbers typed on the device so far (0: none, or a validator that does
+    /// not say).
+    let wrongNumbers: Int
+    /// `failed` because of wrong numbers typed on the device (`reason: "wrong_number"`); any
+    /// other failure, or a validator that gives no reason, is a refused approval.
+    let failedByWrongNumbers: Bool
 
     /// `id`: the request asked about; an answer about another one is unreadable.
     init?(_ json: JSONValue, id: String) {
         guard json["id"]?.string == id, let text = json["state"]?.string, let state = State(rawValue: text) else { return nil }
         self.state = state
+        switch json["wrong_numbers"] {
+        case nil, .null?: wrongNumbers = 0
+        case let value?:
+            guard let count = value.integer, (0...1000).contains(count) else { return nil }
+            wrongNumbers = Int(count)
+        }
+        failedByWrongNumbers = state == .failed && json["reason"]?.string == "wrong_number"
         if let value = json["approval"], value != .null {
             guard let approval = DeviceApproval(value) else { return nil }
             self.approval = approval
