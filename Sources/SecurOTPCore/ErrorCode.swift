@@ -87,6 +87,10 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     case fidoCredentialForOtherOrigin = "SOTP-M111"
     // A security key signs only for this host (issue 25; docs/security.md)
     case fidoForeignCredentialDropped = "SOTP-M120"
+    // Device approvals: what the user is told, device certificates (issue 25)
+    case pushWrongNumber = "SOTP-M140"
+    case deviceRevokedUnusable = "SOTP-M141"
+    case certificateWithoutExpiry = "SOTP-M142"
 }
 
 /// Why a CLI (securotp, securotp-authenticator, securotpd at start-up) ended with an error:

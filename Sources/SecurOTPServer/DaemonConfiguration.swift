@@ -219,14 +219,11 @@ public struct DaemonConfiguration: Sendable {
             do throws(StoreError) { try FileSecurity.check(tlsKey, .secret) } catch { throw ServiceError(.config, "tls_key: \(error.message)") }
         }
         if let pushHookCommand {
-            // The daemon runs it with every login's user and host: whoever may change the file
-            // runs code as the daemon, so it is checked like policy (no symlink, owned by root or
-            // the daemon's user, not writable by others).
-            do throws(StoreError) { try FileSecurity.check(pushHookCommand, .policy) } catch {
+            // The daemon runs it with every login's user and host: whoever may change the file,
+            // or a directory above it, runs code as the daemon. Checked here so a bad setting
+            // stops the start, and again before every run (PushWakeHooks.run).
+            do throws(StoreError) { try FileSecurity.checkProgram(pushHookCommand) } catch {
                 throw ServiceError(.config, "push_hook_command: \(error.message)")
-            }
-            guard FileManager.default.isExecutableFile(atPath: pushHookCommand) else {
-                throw ServiceError(.config, "push_hook_command = \(TerminalText.quoted(pushHookCommand)) is not executable; fix: chmod 755 \(pushHookCommand)")
             }
         }
         for file in [tlsCertificate, tlsClientCA].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: file) {

@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import SecurOTPCore
+import SecurOTPStore
 
 /// What a wake-up hook is told of a push request (docs/push.md, "Wake-up hooks"): who, where
 /// and until when — never the number or the nonce, which only the host and the device share.
@@ -87,17 +88,22 @@ public final class PushWakeHooks: Sendable {
     public let command: String?
     public let timeout: TimeAmount
     public let maxConcurrent: Int
+    /// Whom `push_hook_url`'s https certificates must chain to: this PEM file's CAs, or the
+    /// system's (nil).
+    let trustRoots: NIOSSLTrustRoots
     let logger: Logger
     private let inFlight = NIOLockedValueBox(0)
 
     public static let defaultTimeout = TimeAmount.seconds(5)
     public static let defaultMaxConcurrent = 32
 
-    public init(url: PushHookURL?, command: String?, timeout: TimeAmount = defaultTimeout, maxConcurrent: Int = defaultMaxConcurrent, logger: Logger) {
+    public init(url: PushHookURL?, command: String?, timeout: TimeAmount = defaultTimeout, maxConcurrent: Int = defaultMaxConcurrent,
+                caFile: String? = nil, logger: Logger) {
         self.url = url
         self.command = command
         self.timeout = timeout
         self.maxConcurrent = maxConcurrent
+        trustRoots = caFile.map { NIOSSLTrustRoots.file($0) } ?? .default
         self.logger = logger
     }
 
@@ -151,7 +157,7 @@ public final class PushWakeHooks: Sendable {
         let body = Array(wake.message.utf8)
         headers.add(name: "Content-Length", value: String(body.count))
         let status = try await Self.send(host: url.host, port: url.port, tls: url.scheme == "https", head: HTTPRequestHead(
-            version: .http1_1, method: .POST, uri: url.target, headers: headers), body: body, timeout: timeout)
+            version: .http1_1, method: .POST, uri: url.target, headers: headers), body: body, timeout: timeout, trustRoots: trustRoots)
         guard (200..<300).contains(status) else { throw HookError("push_hook_url answered HTTP \(status)") }
     }
 
@@ -161,12 +167,20 @@ public final class PushWakeHooks: Sendable {
     }
 
     /// One request, one response status; the connection is closed after it or at `timeout`.
-    static func send(host: String, port: Int, tls: Bool, head: HTTPRequestHead, body: [UInt8], timeout: TimeAmount) async throws -> Int {
+    /// Over https the certificate must chain to `trustRoots` and name the URL's host: its DNS
+    /// name (sent as SNI), or for an IP address an IP SAN equal to the address connected to
+    /// (NIOSSL checks it against the socket's peer when no server name is given, RFC 6066 forbids
+    /// an IP address in SNI; tested by PushWakeHooksTests.httpsToAnIPAddress).
+    static func send(host: String, port: Int, tls: Bool, head: HTTPRequestHead, body: [UInt8], timeout: TimeAmount,
+                     trustRoots: NIOSSLTrustRoots = .default) async throws -> Int {
         let group = MultiThreadedEventLoopGroup.singleton
         let eventLoop = group.next()
         let status = eventLoop.makePromise(of: Int.self)
         let timer = eventLoop.scheduleTask(in: timeout) { status.fail(HookError("no answer within \(timeout.nanoseconds / 1_000_000) ms")) }
-        let sslContext = tls ? try NIOSSLContext(configuration: .makeClientConfiguration()) : nil
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.trustRoots = trustRoots
+        configuration.certificateVerification = .fullVerification
+        let sslContext = tls ? try NIOSSLContext(configuration: configuration) : nil
         let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             .channelInitializer { channel in
@@ -218,6 +232,11 @@ public final class PushWakeHooks: Sendable {
     /// Runs the command directly (no shell) with the request in its environment, no standard
     /// input and no output kept; killed at `timeout`.
     func run(_ command: String, _ wake: PushWake) async throws {
+        // Checked before every run, the directories above it too: a file or directory someone
+        // else could change since start-up is not run (docs/push.md, "Wake-up hooks").
+        do throws(StoreError) { try FileSecurity.checkProgram(command) } catch {
+            throw HookError("push_hook_command not run: \(error.message)")
+        }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: command)
         process.arguments = []

@@ -58,6 +58,65 @@ public enum FileSecurity {
         return FileIdentity(info)
     }
 
+    /// Checks a program securotp runs (`push_hook_command`): the file as `.policy` (a regular
+    /// file, no symlink, owned by root or the caller, writable by nobody else), executable, and
+    /// every directory on its path from `/` down — each a real directory owned by root or the
+    /// caller and not group/world-writable (a sticky bit does not make one safe) — so that nobody
+    /// else can replace the file or a directory above it between two runs. Callers check before
+    /// every run, not once: a check at start-up says nothing of the file run later.
+    public static func checkProgram(_ path: String) throws(StoreError) {
+        try checkDirectories(above: path)
+        try check(path, .policy)
+        guard access(path, X_OK) == 0 else { throw StoreError(.permissions, "\(path) is not executable; fix: chmod 755 \(path)") }
+    }
+
+    /// Every directory above `path`, from `/` to its parent, as written and as the kernel
+    /// resolves it: each a directory owned by root or the caller and not writable by group or
+    /// others. A symbolic link on the way (Debian's `/bin` → `usr/bin`) is followed when it is
+    /// owned by root or the caller (only whoever may write its directory, checked too, could
+    /// change it), and the directories it leads to are checked as well. `path` must be
+    /// absolute and plain (no `.`, `..` or empty component).
+    public static func checkDirectories(above path: String) throws(StoreError) {
+        try checkDirectories(of: path, path: path, allowLinks: true)
+        guard let resolved = realpath(path, nil) else {
+            throw StoreError(.system, "\(path): \(String(cString: strerror(securotp_errno())))")
+        }
+        defer { free(resolved) }
+        let real = String(cString: resolved)
+        if real != path { try checkDirectories(of: real, path: path, allowLinks: false) }
+    }
+
+    private static func checkDirectories(of file: String, path: String, allowLinks: Bool) throws(StoreError) {
+        guard file.hasPrefix("/") else { throw StoreError(.invalidInput, "\(path): use an absolute path") }
+        let components = file.utf8.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false).dropFirst()
+        guard !components.isEmpty, components.allSatisfy({ !$0.isEmpty && !$0.elementsEqual(".".utf8) && !$0.elementsEqual("..".utf8) }) else {
+            throw StoreError(.invalidInput, "\(path): use a plain absolute path (no //, . or .. in it)")
+        }
+        var directories = ["/"]
+        var prefix = ""
+        for part in components.dropLast() {
+            prefix += "/" + String(decoding: part, as: UTF8.self)
+            directories.append(prefix)
+        }
+        for directory in directories {
+            var info = stat()
+            guard lstat(directory, &info) == 0 else {
+                throw StoreError(.system, "\(directory): \(String(cString: strerror(securotp_errno())))")
+            }
+            let type = securotp_file_type(info.st_mode)
+            guard info.st_uid == 0 || info.st_uid == geteuid() else {
+                throw StoreError(.permissions, "\(directory) (above \(path)) is owned by uid \(info.st_uid), who could replace what is in it; fix: chown root: \(directory)")
+            }
+            if type == mode_t(S_IFLNK), allowLinks { continue }
+            guard type == mode_t(S_IFDIR) else {
+                throw StoreError(.permissions, "\(directory) (above \(path)) is not a directory")
+            }
+            if info.st_mode & 0o022 != 0 {
+                throw StoreError(.permissions, "\(directory) (above \(path)) is writable by other users (mode \(octal(info.st_mode & 0o7777))), who could replace what is in it; fix: chmod go-w \(directory), or move the file")
+            }
+        }
+    }
+
     /// Reads a whole small file after the checks above, through one descriptor opened with
     /// O_NOFOLLOW so the checked file is the read file.
     public static func contents(of path: String, _ sensitivity: Sensitivity, maxSize: Int) throws(StoreError) -> [UInt8] {

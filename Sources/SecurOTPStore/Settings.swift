@@ -133,6 +133,10 @@ public struct Settings: Sendable, Equatable {
             guard let value, let rule = DeviceUserVerification(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceUserVerification = rule
         case "push_web": remote.pushWeb = try allowed()
+        case "device_revoked": remote.deviceRevoked = try path()
+        case "device_cert_expiry":
+            guard let value, let rule = DeviceCertificateExpiry(rawValue: value) else { throw fail("expected required or optional") }
+            remote.deviceCertificateExpiry = rule
         case "web_origin":
             guard let value, ClientData.webRPID(origin: value) != nil else {
                 throw fail("expected the validator's public_url origin, https://HOST[:PORT] (lowercase, no path)")

@@ -26,6 +26,13 @@ public struct ValidatorSettings: Sendable, Equatable {
     public var deviceCA: String?
     /// `device_uv=required`: only approvals that say the device checked its user (its PIN).
     public var deviceUserVerification = DeviceUserVerification.optional
+    /// `device_revoked=`: the admin's list of device ids whose approvals (and certificates)
+    /// this host refuses, one per line; root-owned, not writable by others, read at each push.
+    public var deviceRevoked: String?
+    /// `device_cert_expiry=required`: with `device_ca=`, a certificate without an expiry
+    /// (made before certificates expired) is refused; `optional` (the default) takes it with a
+    /// logged warning.
+    public var deviceCertificateExpiry = DeviceCertificateExpiry.optional
     /// `push_offline=allow|deny` (docs/push.md, "Offline approval"); unset: deny with
     /// `device_ca=` (its owner does not trust the validator to approve), allow without.
     public var pushOffline: Bool?
@@ -55,12 +62,14 @@ public struct ValidatorSettings: Sendable, Equatable {
     /// Checks that the keys make one usable whole.
     public func validate() throws(StoreError) {
         guard address != nil else {
-            let stray = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey),
+            let set: [(String, String?)] = [("host_credential", hostCredential), ("ca_file", caFile), ("client_cert", clientCertificate), ("client_key", clientKey),
                          ("offline_cache", offlineCache), ("device_ca", deviceCA), ("web_origin", webOrigin),
                          ("push_timeout", pushTimeout == Self().pushTimeout ? nil : "\(pushTimeout)"),
                          ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue),
+                         ("device_revoked", deviceRevoked),
+                         ("device_cert_expiry", deviceCertificateExpiry == .optional ? nil : deviceCertificateExpiry.rawValue),
                          ("push_offline", pushOffline.map { $0 ? "allow" : "deny" }), ("push_web", pushWeb.map { $0 ? "allow" : "deny" })]
-                .filter { $0.1 != nil }.map { $0.0 }
+            let stray = set.filter { $0.1 != nil }.map { $0.0 }
             if let key = stray.first {
                 throw StoreError(.config, "\(key) is set but validator is not; set validator=https://HOST:PORT or remove \(key)")
             }
@@ -79,6 +88,14 @@ public struct ValidatorSettings: Sendable, Equatable {
 /// device PIN was checked for this answer).
 public enum DeviceUserVerification: String, Sendable, Equatable {
     case optional
+    case required
+}
+
+/// Whether a device certificate must carry an expiry (docs/push.md, "Device certificates").
+public enum DeviceCertificateExpiry: String, Sendable, Equatable {
+    /// Certificates without one (version 1) are taken, with a logged warning.
+    case optional
+    /// Certificates without one are refused (`certificate_no_expiry`).
     case required
 }
 

@@ -1,6 +1,8 @@
 import Foundation
 @testable import securotp
+import SecurOTPCore
 import SecurOTPService
+import SecurOTPStore
 import Testing
 
 @Suite("securotp device commands in-process")
@@ -39,6 +41,20 @@ struct DeviceCommandTests {
         #expect(world.printed.take().hasPrefix("Certified device \(device)"))
         let certified = try await world.service.devices(user: "alice", caller: .local("test")).devices
         #expect(certified.first?.certified == true)
+        // The certificate expires --days after now (default 365), inside what the CA signed.
+        for (arguments, days) in [([String](), Int64(365)), (["--days", "30"], Int64(30))] {
+            try await DeviceCommand.Certify.parse(["alice", device, "--ca-key", caFile] + arguments).run(in: context)
+            _ = world.printed.take()
+            let database = try SQLiteDatabase(path: world.directory + "/securotp.db", create: false)
+            let read = try database.prepare("SELECT certificate FROM devices WHERE id = ?")
+            try read.bind(.text(device))
+            let certificate = try read.step() ? read.text(0) : ""
+            let expires = 1_800_000_000 + days * 86_400
+            #expect(certificate.hasPrefix("v2:\(expires):"), "\(certificate)")
+            #expect(DeviceCertificate.check(certificate: certificate, user: "alice", device: device, publicKey: key.publicKey, caPublicKey: ca.publicKey,
+                                            now: expires - 1) == .valid(expires: expires))
+        }
+        #expect(throws: (any Error).self) { try DeviceCommand.Certify.parse(["alice", device, "--ca-key", caFile, "--days", "0"]) }
 
         try await DeviceCommand.UnlockCode.parse(["alice", device, "--format", "json"]).run(in: context)
         let unlock = try CommandTests.json(world.printed.take())

@@ -48,9 +48,12 @@ struct PhoneLoginTests {
         let world = try PhoneWorld()
         try world.enrollPhone("a", user: "root")
         var answers: [[String: Any]] = []
-        let login = try world.login(then: [try Oath.wrongTOTP(world.token.secret)]) { number in
+        // Enter after the three wrong numbers: a login already waiting is told of each wrong
+        // number at once and asked again (PushLoginTests.wrongNumberToldAtOnce).
+        let login = try world.login(then: [try Oath.wrongTOTP(world.token.secret)], typing: true) { number in
             try world.driver.send(["op": "wait_request", "phone": "a"])
             for _ in 1...3 { answers.append(try world.driver.send(["op": "answer", "phone": "a", "number": PhoneWorld.other(number), "button": "approve"])) }
+            try "\n".write(toFile: world.typedFile, atomically: true, encoding: .utf8)
         }
         #expect(answers.map(PhoneWorld.state) == ["pending", "pending", "failed"], "\(answers)")
         #expect(PhoneWorld.reason(answers.first ?? [:]) == "wrong number")

@@ -94,6 +94,7 @@ enum PushPrompt {
     static let denied = "Not approved on your device. Verification code: "
     static let expired = "No approval from your device in time. Verification code: "
     static let refused = "Your device's approval was refused. Verification code: "
+    static let wrongNumbers = "Wrong number typed on your device. Verification code: "
 }
 
 @Suite("Push approval: the module's side, against a stand-in validator that plays the device")
@@ -171,6 +172,35 @@ struct PushLoginTests {
         #expect(results.count == 2 && results.last?["accepted"] as? Bool == false && results.last?["reason"] as? String == "wrong_challenge", "\(results)")
     }
 
+    @Test("The validator failed the request: the user is told why — a refused approval (a replay, a bad signature) is not a wrong number",
+          arguments: [("approval_refused", PushPrompt.refused), ("", PushPrompt.refused), ("wrong_number", PushPrompt.wrongNumbers)])
+    func failedSaysWhy(_ reason: String, _ told: String) throws {
+        let box = try Sandbox()
+        let validator = try PushValidator(box, ["--fail-reason", reason])
+        let login = try box.login(try validator.service(box), "root", [validator.device("fail"), "123456"])
+        #expect(login.status == PAM.success, "the passcode after it: \(login)")
+        #expect(login.prompts.count == 2 && login.prompts.last == told, "\(reason): \(login)")
+    }
+
+    @Test("A wrong number typed on the device is told at once, and the same request asked again; the right number then logs in")
+    func wrongNumberToldAtOnce() throws {
+        let box = try Sandbox()
+        let validator = try PushValidator(box)
+        let started = Date()
+        let login = try box.login(try validator.service(box, ["push_timeout=20"]), "root", [validator.device("wrong"), validator.device("approve")])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(login.status == PAM.success, "\(login)")
+        #expect(login.prompts.count == 2 && PushPrompt.isApproval(login.prompts.first), "\(login)")
+        let again = try #require(login.prompts.last)
+        #expect(again.hasPrefix("Wrong number typed on your device. ") && PushPrompt.isApproval(String(again.dropFirst("Wrong number typed on your device. ".count))),
+                "\(login)")
+        #expect(login.prompts.first.map { again.hasSuffix($0) } == true, "the same number, the same request: \(login)")
+        #expect(elapsed < 10, "told at once, not after push_timeout=20: \(elapsed) s")
+        #expect(try validator.bodies("/v1/push").count == 1, "one request")
+        let waits = try validator.bodies("/v1/push/wait")
+        #expect(waits.first?["wrong_numbers"] as? Int == 0, "\(waits)")
+    }
+
     @Test("The request expires unanswered: the passcode prompt within the request's lifetime plus a margin")
     func expiry() throws {
         let box = try Sandbox()
@@ -216,9 +246,58 @@ struct PushLoginTests {
         ("valid", nil), ("other-ca", "certificate_invalid"), ("none", "certificate_missing"),
     ])
     func deviceCA(_ certificate: String, _ refusal: String?) throws {
+        try Self.deviceCA(certificate, refusal)
+    }
+
+    @Test("device_ca: an expired certificate is refused on the host's clock; one without an expiry is taken with a warning, or refused with device_cert_expiry=required",
+          arguments: [
+        ("expired", [], "certificate_expired"), ("v1", [], nil), ("v1", ["device_cert_expiry=required"], "certificate_no_expiry"),
+        ("valid", ["device_cert_expiry=required"], nil),
+    ])
+    func certificateExpiry(_ certificate: String, _ more: [String], _ refusal: String?) throws {
         let box = try Sandbox()
+        let syslog = SyslogCapture.available ? try SyslogCapture(box) : nil
+        try Self.deviceCA(certificate, refusal, more, box: box, syslog: syslog)
+        if let lines = syslog?.lines() {
+            let warned = lines.contains { $0.contains("SOTP-M142") && $0.contains("certificate without an expiry") }
+            #expect(warned == (certificate == "v1" && refusal == nil), "\(lines)")
+        }
+    }
+
+    @Test("device_revoked: a device on the admin's list is refused whatever the validator says, certified or not; an unusable list offers no push")
+    func revokedDevice() throws {
+        let box = try Sandbox()
+        let list = box.path("device-revoked")
+        try box.write("# removed 2026-11-27\ndv0123456789abcdef   # alice's old phone\n\n", to: list, mode: 0o644)
+        try Self.deviceCA("valid", "device_revoked", ["device_revoked=" + list], box: box)
+        let validator = try PushValidator(box)
+        let without = try box.login(try validator.service(box, ["device_revoked=" + list]), "root", [validator.device("approve"), "000000"])
+        #expect(without.status == PAM.authError && without.prompts.last == PushPrompt.refused, "\(without)")
+        #expect(try validator.bodies("/v1/push/result").last?["reason"] as? String == "device_revoked")
+        // Another device's id only: this one is taken.
+        try box.write("dv00000000000000ff\n", to: list, mode: 0o644)
+        try Self.deviceCA("valid", nil, ["device_revoked=" + list], box: box)
+        // A line that is not a device id, or a file others may write: no push, the code prompt.
+        for (text, mode) in [("dv0123456789abcdef\nalice\n", 0o644), ("dv00000000000000ff\n", 0o666)] as [(String, mode_t)] {
+            try box.write(text, to: list, mode: mode)
+            _ = chmod(list, mode)
+            let syslog = SyslogCapture.available ? try SyslogCapture(box) : nil
+            let service = try validator.service(box, ["device_revoked=" + list])
+            let login = try syslog?.login(box, service, "root", ["123456"]) ?? box.login(service, "root", ["123456"])
+            #expect(login.status == PAM.success && login.prompts == [PAM.defaultPrompt], "\(login)")
+            if let lines = syslog?.lines() { #expect(lines.contains { $0.contains("SOTP-M141") }, "\(lines)") }
+        }
+    }
+
+    /// A login approved on a device certified as `certificate` says (fake_validator.py), on a
+    /// host with device_ca= and `more`: accepted, or refused for `refusal`.
+    static func deviceCA(_ certificate: String, _ refusal: String?, _ more: [String] = [], box given: Sandbox? = nil,
+                         syslog: SyslogCapture? = nil) throws {
+        let box = try given ?? Sandbox()
         let validator = try PushValidator(box, ["--certificate", certificate])
-        let login = try box.login(try validator.service(box, ["device_ca=" + validator.caPublicKey]), "root", [validator.device("approve"), "000000"])
+        let service = try validator.service(box, ["device_ca=" + validator.caPublicKey] + more)
+        let answers = [validator.device("approve"), "000000"]
+        let login = try syslog?.login(box, service, "root", answers) ?? box.login(service, "root", answers)
         let result = try #require(try validator.bodies("/v1/push/result").first)
         if let refusal {
             #expect(login.status == PAM.authError && login.prompts.last == PushPrompt.refused, "\(login)")

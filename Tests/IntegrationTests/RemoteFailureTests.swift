@@ -254,6 +254,20 @@ struct RemoteProtocolTests {
         #expect(!login.stdout.contains("owned"), "\(login)")
     }
 
+    @Test("Bidi controls from a validator (a prompt, an info or error line) are refused, never shown", arguments: [
+        #"{"result":"challenge","serial":"1","challenge":{"id":"abc","kind":"next_code","prompt":"Next code: \u202etxt.exe ","expires_in":180}}"#,
+        #"{"result":"accept","serial":"1","info":"Welcome \u2066owned\u2069."}"#,
+        #"{"result":"reject","serial":"1","error":"Refused \u200fowned."}"#,
+    ])
+    func bidiFromTheValidator(_ answer: String) throws {
+        let box = try Sandbox()
+        let fake = try FakeValidator(box, answers: ["/v1/preflight": [.hasTokens], "/v1/verify": [.json(answer)]])
+        let login = try box.login(try service(box, fake), "root", ["123456", "654321"])
+        #expect(login.status == PAM.authInfoUnavailable, "an unreadable answer: \(login)")
+        #expect(login.prompts == [PAM.defaultPrompt], "\(login)")
+        #expect(!login.stdout.unicodeScalars.contains { [0x202e, 0x2066, 0x2069, 0x200f].contains($0.value) } && !login.stdout.contains("owned"), "\(login)")
+    }
+
     @Test("A validator that never stops asking: the dialogue ends after a bounded number of answers")
     func endlessChallenges() throws {
         let box = try Sandbox()

@@ -211,6 +211,53 @@ struct PushAPITests {
         }
     }
 
+    @Test("A host's wait that says the wrong numbers it told of ends at the next one at once, and says the count", arguments: Backend.allCases)
+    func waitEndsAtAWrongNumber(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let id = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let request = try #require(try await Self.pending(client, device).first)
+            let wrong = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "000000"), bearer: device.credential)
+            #expect(wrong.string("state") == "pending", "\(wrong.text)")
+            let started = Date()
+            let told = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 10, "wrong_numbers": 0], bearer: fixture.host)
+            #expect(told.string("state") == "pending" && told["wrong_numbers"] as? Int == 1, "\(told.text)")
+            #expect(Date().timeIntervalSince(started) < 5, "answered at once, not after the wait")
+            // Told of one: the wait holds until something new happens (here, its end).
+            let held = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1, "wrong_numbers": 1], bearer: fixture.host)
+            #expect(held.string("state") == "pending" && held["wrong_numbers"] as? Int == 1, "\(held.text)")
+            #expect(Date().timeIntervalSince(started) >= 1)
+        }
+    }
+
+    @Test("A failed request tells the host why: wrong numbers, or a refused approval (a replayed signature)", arguments: Backend.allCases)
+    func failedSaysWhy(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend)
+        try await fixture.withClient { client in
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let first = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let firstRequest = try #require(try await Self.pending(client, device).first)
+            let approval = try device.approval(of: firstRequest, number: "492817", counter: 1)
+            #expect(try await client.call(.post, "/v1/device/answer", approval, bearer: device.credential).string("state") == "approved")
+            _ = try await client.call(.post, "/v1/push/wait", ["id": first, "wait": 1], bearer: fixture.host)
+            // The first approval's signed answer replayed on a new request.
+            let second = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            var replayed = approval
+            replayed["id"] = second
+            let refused = try await client.call(.post, "/v1/device/answer", replayed, bearer: device.credential)
+            #expect(refused.string("state") == "failed", "\(refused.text)")
+            let replayState = try await client.call(.post, "/v1/push/wait", ["id": second, "wait": 1], bearer: fixture.host)
+            #expect(replayState.string("state") == "failed" && replayState.string("reason") == "approval_refused", "\(replayState.text)")
+            // Three wrong numbers.
+            let third = try #require(try await Self.open(client, fixture, "alice").string("id"))
+            let request = try #require(try await Self.pending(client, device).first)
+            for _ in 1...3 { _ = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "000000"), bearer: device.credential) }
+            let wrongState = try await client.call(.post, "/v1/push/wait", ["id": third, "wait": 1], bearer: fixture.host)
+            #expect(wrongState.string("state") == "failed" && wrongState.string("reason") == "wrong_number", "\(wrongState.text)")
+        }
+    }
+
     @Test("A forged signature is refused, and a device cannot answer another user's request", arguments: Backend.allCases)
     func foreignAndForged(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
@@ -302,8 +349,54 @@ struct PushAPITests {
         #expect(PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey))
         #expect(!PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "bob", device: "dv0123456789abcdef", publicKey: device.publicKey))
         #expect(!PushRules.verifyCertificate(certificate, caPublicKeyPEM: caPEM, user: "alice", device: "dv0123456789abcdee", publicKey: device.publicKey))
-        #expect(DeviceCertificate.verify(certificate: certificate, user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey,
-                                         caPublicKey: ca.publicKey), "the hosts' verifier accepts what securotp device certify makes")
+        #expect(DeviceCertificate.check(certificate: certificate, user: "alice", device: "dv0123456789abcdef", publicKey: device.publicKey,
+                                        caPublicKey: ca.publicKey, now: 1_800_000_000) == .valid(expires: nil),
+                "the hosts' verifier accepts what securotp device certify makes")
+    }
+
+    @Test("Device certificates carry their expiry in what the CA signed; version 1 has none; the host's clock decides")
+    func certificateVersions() throws {
+        let ca = try #require(PushRules.generateKeyPair())
+        let device = try TestDevice()
+        let (user, id) = ("alice", "dv0123456789abcdef")
+        func check(_ certificate: String, now: Int64 = 1_800_000_000, user: String = "alice") -> DeviceCertificate.Check {
+            DeviceCertificate.check(certificate: certificate, user: user, device: id, publicKey: device.publicKey, caPublicKey: ca.publicKey, now: now)
+        }
+        let expires: Int64 = 1_800_000_100
+        let signature = try #require(PushRules.sign(PushRules.certificateMessage(user: user, device: id, publicKey: device.publicKey, expires: expires),
+                                                    privateKeyPEM: ca.privateKeyPEM))
+        let v2 = DeviceCertificate.text(signature: signature, expires: expires)
+        #expect(v2.hasPrefix("v2:1800000100:") && PushRules.isCertificate(v2))
+        #expect(check(v2) == .valid(expires: expires))
+        #expect(check(v2, now: expires - 1) == .valid(expires: expires))
+        #expect(check(v2, now: expires) == .expired(expires), "from its expiry on")
+        #expect(check(v2, user: "bob") == .invalid)
+        // A validator cannot move the expiry: it is signed.
+        #expect(check(v2.replacingOccurrences(of: "v2:1800000100:", with: "v2:1900000100:")) == .invalid)
+        // Version 1 (no expiry) still verifies, as a certificate without an expiry.
+        let v1Signature = try #require(PushRules.sign(PushRules.certificateMessage(user: user, device: id, publicKey: device.publicKey),
+                                                      privateKeyPEM: ca.privateKeyPEM))
+        let v1 = Data(v1Signature).base64EncodedString()
+        #expect(check(v1, now: 4_000_000_000) == .valid(expires: nil))
+        // A version 1 signature presented as version 2, and malformed texts.
+        #expect(check("v2:1900000000:" + v1) == .invalid)
+        let body = Data(signature).base64EncodedString()
+        for text in ["", "v2:", "v2::" + body, "v2:01800000100:" + body, "v2:123456789012:" + body, "v2:18x:" + body, "v3:1800000100:" + body,
+                     "v2:1800000100:" + body.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_") + "!",
+                     String(repeating: "A", count: 200)] {
+            #expect(check(text) == .invalid, "\(text)")
+        }
+    }
+
+    @Test("A host's device_revoked list: device ids, comments and blank lines; anything else names its line")
+    func revocationList() throws {
+        let list = try DeviceRevocations(parsing: Array("# lost\n\ndv0123456789abcdef   # alice\r\n\tdv00000000000000ff\n".utf8))
+        #expect(list.devices == ["dv0123456789abcdef", "dv00000000000000ff"])
+        #expect(list.contains("dv0123456789abcdef") && !list.contains("dv0123456789abcdee"))
+        for (text, line) in [("dv0123456789abcdef\nalice\n", 2), ("DV0123456789ABCDEF\n", 1), ("dv0123456789abcdef dv00000000000000ff\n", 1),
+                             ("\n\ndv0123456789abcde\n", 3)] {
+            #expect(throws: DeviceRevocations.BadLine(line: line)) { try DeviceRevocations(parsing: Array(text.utf8)) }
+        }
     }
 
     @Test("The validator's statement is byte for byte the one hosts and devices build (SecurOTPCore/Push)")

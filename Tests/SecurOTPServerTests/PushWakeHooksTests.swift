@@ -156,10 +156,36 @@ struct PushWakeHooksTests {
         #expect(configuration.pushHookURL?.template == "https://ntfy.example/securotp-{user}")
     }
 
-    @Test("push_hook_command must be a regular executable file nobody else may change")
+    /// A directory for hook programs whose every directory from `/` down is root's (or this
+    /// user's) and writable by nobody else, as push_hook_command requires: under the package's
+    /// .build, not /tmp (world-writable, sticky or not).
+    static func programDirectory() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        let base = root + "/.build/hook-tests"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: base)
+        let directory = base + "/" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o755])
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory)
+        return directory
+    }
+
+    /// Writes an executable through a child (install(1)), never through a descriptor of this
+    /// process: in a full parallel run other tests fork at any moment, and a child that
+    /// inherited a descriptor open for writing on the script makes its exec fail (ETXTBSY).
+    static func install(_ text: String, at path: String) throws {
+        try text.write(toFile: path + ".source", atomically: true, encoding: .utf8)
+        let install = Process()
+        install.executableURL = URL(fileURLWithPath: "/usr/bin/install")
+        install.arguments = ["-m", "0755", path + ".source", path]
+        try install.run()
+        install.waitUntilExit()
+        try #require(install.terminationStatus == 0)
+    }
+
+    @Test("push_hook_command must be a regular executable file nobody else may change, nor any directory above it")
     func commandFileChecked() throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hookfile-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let directory = try Self.programDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let script = directory + "/wake"
         try "#!/bin/sh\nexit 0\n".write(toFile: script, atomically: false, encoding: .utf8)
@@ -177,6 +203,73 @@ struct PushWakeHooksTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
         try FileManager.default.createSymbolicLink(atPath: directory + "/link", withDestinationPath: script)
         #expect { try validate(directory + "/link") } throws: { error in "\(error)".contains("symbolic link") }
+        // The directories above it: writable by others (sticky or not), or someone else's.
+        for mode in [0o775, 0o777, 0o1777] {
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: directory)
+            #expect { try validate(script) } throws: { error in "\(error)".contains("\(directory) (above \(script)) is writable by other users") }
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory)
+        try validate(script)
+        #expect(chown(directory, 4242, 4242) == 0)
+        #expect { try validate(script) } throws: { error in "\(error)".contains("is owned by uid 4242") }
+        #expect(chown(directory, geteuid(), getegid()) == 0)
+        // A path through a symbolic link to a writable directory: the directory it leads to counts.
+        let open = try Self.programDirectory()
+        defer { try? FileManager.default.removeItem(atPath: open) }
+        try Self.install("#!/bin/sh\nexit 0\n", at: open + "/wake")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/via", withDestinationPath: open)
+        try validate(directory + "/via/wake")
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: open)
+        #expect { try validate(directory + "/via/wake") } throws: { error in "\(error)".contains("\(open) (above \(directory)/via/wake) is writable by other users") }
+        #expect { try validate("/usr//bin/true") } throws: { error in "\(error)".contains("plain absolute path") }
+        try validate("/bin/true")
+    }
+
+    @Test("push_hook_command is checked before every run: a directory above it that others may write since start-up stops it")
+    func commandCheckedEachRun() async throws {
+        let directory = try Self.programDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let script = directory + "/wake"
+        try Self.install("#!/bin/sh\necho ran >> \(directory)/ran\n", at: script)
+        var configuration = DaemonConfiguration()
+        try configuration.apply(key: "push_hook_command", value: script, origin: "test")
+        try configuration.validate()
+        // After start-up another user is given the directory: whatever they put there must not run.
+        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory)
+        let log = CapturedLog()
+        let hooks = PushWakeHooks(url: nil, command: script, timeout: .seconds(120), logger: log.logger)
+        hooks.fire(Self.wake)
+        #expect(await log.waitFor("push_hook_command not run"), "\(log.text)")
+        #expect(log.text.contains("is writable by other users"), "\(log.text)")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/ran"), "the hook ran from a directory others may write")
+        // Safe again: the next wake-up runs it.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory)
+        hooks.fire(Self.wake)
+        #expect(await Self.eventually(seconds: 600) { FileManager.default.fileExists(atPath: directory + "/ran") }, "hook log: \(log.text)")
+    }
+
+    @Test("push_hook_url over https to an IP address: the certificate must name that address (IP SAN); one naming only a DNS name is refused")
+    func httpsToAnIPAddress() async throws {
+        let directory = try ValidatorFixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let certificates = try TestCertificates.make(in: directory)
+        for (certificate, key, namesTheAddress) in [(certificates.serverCertificate, certificates.serverKey, true),
+                                                    (certificates.dnsOnlyCertificate, certificates.dnsOnlyKey, false)] {
+            let fixture = try await ValidatorFixture.make(.sqlite) {
+                $0.tlsCertificate = certificate
+                $0.tlsKey = key
+            }
+            try await TLSTests.withServer(fixture) { url in
+                let port = try #require(URLComponents(string: url)?.port)
+                let log = CapturedLog()
+                let hooks = PushWakeHooks(url: PushHookURL("https://127.0.0.1:\(port)/{user}"), command: nil, timeout: .seconds(30),
+                                          caFile: certificates.ca, logger: log.logger)
+                hooks.fire(Self.wake)
+                #expect(await log.waitFor("push wake-up failed"), "\(log.text)")
+                // Any HTTP answer means the TLS session was taken: only with the IP SAN.
+                #expect(log.text.contains("push_hook_url answered HTTP") == namesTheAddress, "\(certificate): \(log.text)")
+            }
+        }
     }
 
     @Test("A user's name in the URL is percent-encoded")
@@ -195,20 +288,10 @@ struct PushWakeHooksTests {
 
     @Test("push_hook_command runs directly with the request in its environment and no standard input")
     func commandHook() async throws {
-        let directory = try ValidatorFixture.temporaryDirectory()
+        let directory = try Self.programDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let script = directory + "/hook"
-        try "#!/bin/sh\n/usr/bin/env > \(directory)/env.tmp\ncat > \(directory)/stdin\nmv \(directory)/env.tmp \(directory)/env\n"
-            .write(toFile: script + ".source", atomically: true, encoding: .utf8)
-        // The executable is written by a child (install(1)), never through a descriptor of this
-        // process: in a full parallel run other tests fork at any moment, and a child that
-        // inherited a descriptor open for writing on the script makes its exec fail (ETXTBSY).
-        let install = Process()
-        install.executableURL = URL(fileURLWithPath: "/usr/bin/install")
-        install.arguments = ["-m", "0755", script + ".source", script]
-        try install.run()
-        install.waitUntilExit()
-        try #require(install.terminationStatus == 0)
+        try Self.install("#!/bin/sh\n/usr/bin/env > \(directory)/env.tmp\ncat > \(directory)/stdin\nmv \(directory)/env.tmp \(directory)/env\n", at: script)
         let log = CapturedLog()
         let hooks = PushWakeHooks(url: nil, command: script, timeout: .seconds(120), logger: log.logger)
         var wake = Self.wake
@@ -263,11 +346,10 @@ struct PushWakeHooksTests {
         PushWakeHooks(url: nil, command: "/bin/false", logger: log.logger).fire(Self.wake)
         #expect(await log.waitFor("push_hook_command exited with status 1"), "\(log.text)")
 
-        let directory = try ValidatorFixture.temporaryDirectory()
+        let directory = try Self.programDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let script = directory + "/hang"
-        try "#!/bin/sh\nexec /bin/sleep 30\n".write(toFile: script, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: script)
+        try Self.install("#!/bin/sh\nexec /bin/sleep 30\n", at: script)
         let capped = PushWakeHooks(url: nil, command: script, timeout: .milliseconds(500), maxConcurrent: 1, logger: log.logger)
         capped.fire(Self.wake)
         capped.fire(Self.wake)

@@ -13,6 +13,9 @@ struct TestCertificates {
     var serverKey: String { directory + "/server.key" }
     var clientCertificate: String { directory + "/client.pem" }
     var clientKey: String { directory + "/client.key" }
+    /// A server certificate that names localhost only (no IP SAN), from the same CA.
+    var dnsOnlyCertificate: String { directory + "/dnsonly.pem" }
+    var dnsOnlyKey: String { directory + "/dnsonly.key" }
 
     static func make(in directory: String) throws -> TestCertificates {
         let certificates = TestCertificates(directory: directory)
@@ -20,14 +23,15 @@ struct TestCertificates {
             try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
                          "-subj", "/CN=securotp test \(name)", "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem"])
         }
-        for (name, extensions) in [("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"), ("client", "extendedKeyUsage=clientAuth")] {
+        for (name, extensions) in [("server", "subjectAltName=IP:127.0.0.1,DNS:localhost"), ("client", "extendedKeyUsage=clientAuth"),
+                                   ("dnsonly", "subjectAltName=DNS:localhost")] {
             try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=\(name)",
                          "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr"])
             try openssl(["x509", "-req", "-in", "\(directory)/\(name).csr", "-CA", certificates.ca, "-CAkey", "\(directory)/ca.key",
                          "-CAcreateserial", "-days", "2", "-extfile", "/dev/stdin", "-out", "\(directory)/\(name).pem"],
                         input: extensions)
         }
-        for key in ["server.key", "client.key", "ca.key", "other-ca.key"] { chmod("\(directory)/\(key)", 0o600) }
+        for key in ["server.key", "client.key", "ca.key", "other-ca.key", "dnsonly.key"] { chmod("\(directory)/\(key)", 0o600) }
         return certificates
     }
 }

@@ -116,4 +116,24 @@ import Testing
             }
         }
     }
+
+    @Test("Device certificate options: device_revoked (absolute path), device_cert_expiry (required|optional, default optional); remote mode only")
+    func certificateOptions() throws {
+        let temp = try TemporaryStore()
+        let remote = ["state_dir=\(temp.directory)", "validator=https://v.example:8443", "host_credential=/etc/h.cred"]
+        let defaults = try Settings.fromModuleArguments(remote)
+        #expect(defaults.remote.deviceRevoked == nil && defaults.remote.deviceCertificateExpiry == .optional)
+        let set = try Settings.fromModuleArguments(remote + ["device_revoked=/etc/securotp/device-revoked", "device_cert_expiry=required"])
+        #expect(set.remote.deviceRevoked == "/etc/securotp/device-revoked" && set.remote.deviceCertificateExpiry == .required)
+        for bad in ["device_revoked=relative", "device_cert_expiry=yes"] {
+            #expect(throws: StoreError.self, "\(bad)") { try Settings.fromModuleArguments(remote + [bad]) }
+        }
+        for stray in ["device_revoked=/etc/r", "device_cert_expiry=required"] {
+            #expect {
+                try Settings.fromModuleArguments(["state_dir=\(temp.directory)", stray])
+            } throws: { error in
+                (error as? StoreError).map { $0.message.hasPrefix(String(stray.prefix { $0 != "=" }) + " is set but validator is not") } ?? false
+            }
+        }
+    }
 }

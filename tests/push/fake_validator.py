@@ -8,10 +8,12 @@ package, and signs the statement docs/push.md defines — independently of the S
 under test. Tests drive the device through a control route, usually from a pam-check
 "!command" response that reads the number from the prompt as a user would:
 
-    fake_validator.py serve --port-file F --log F --ca-public F [--lifetime S] [--certificate valid|none|other-ca]
+    fake_validator.py serve --port-file F --log F --ca-public F [--lifetime S] [--certificate valid|v1|expired|none|other-ca]
                             [--push yes|no] [--push-refusal CODE] [--code 123456] [--approval-state approved|consumed]
                             [--offline-secret HEX] [--methods push,otp]
-    fake_validator.py device URL approve|deny|expire|none [--wrong-number] [--replay] [--no-uv] [--delay S]
+    fake_validator.py device URL approve|deny|expire|none|wrong|fail [--wrong-number] [--replay] [--no-uv] [--delay S]
+        (wrong: the validator counts a wrong number and keeps the request; fail: it fails the
+        request with --fail-reason)
         (reads the number from $PAM_CHECK_PROMPT; prints an empty line: the user's Enter)
     fake_validator.py device URL respond --secret HEX
         (offline approval: reads the offline challenge from $PAM_CHECK_PROMPT, prints the response)
@@ -97,13 +99,20 @@ class Validator:
         other_ca = ec.generate_private_key(ec.SECP256R1())
         with open(args.ca_public, "wb") as out:
             out.write(self.ca_key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo))
-        self.certifier = {"valid": self.ca_key, "other-ca": other_ca, "none": None}[args.certificate]
+        self.certifier = {"valid": self.ca_key, "v1": self.ca_key, "expired": self.ca_key, "other-ca": other_ca,
+                          "none": None}[args.certificate]
 
     def certificate(self, user):
+        """docs/push.md, "Device certificates": version 2 (v2:EXPIRES:SIGNATURE) valid for an
+        hour, or already expired (--certificate expired); version 1 (no expiry) with --certificate v1."""
         if self.certifier is None:
             return None
-        message = b"securotp-device-cert-v1" + field(user) + field(DEVICE_ID) + field(base64.b64encode(spki(self.device_key)).decode())
-        return base64.b64encode(self.certifier.sign(message, ec.ECDSA(hashes.SHA256()))).decode()
+        key = field(user) + field(DEVICE_ID) + field(base64.b64encode(spki(self.device_key)).decode())
+        if self.args.certificate == "v1":
+            return base64.b64encode(self.certifier.sign(b"securotp-device-cert-v1" + key, ec.ECDSA(hashes.SHA256()))).decode()
+        expires = int(time.time()) + (-60 if self.args.certificate == "expired" else 3600)
+        signature = self.certifier.sign(b"securotp-device-cert-v2" + key + field(str(expires)), ec.ECDSA(hashes.SHA256()))
+        return "v2:%d:%s" % (expires, base64.b64encode(signature).decode())
 
     def approval(self, request, number, user_verified):
         challenge = hashlib.sha256(statement(request, number, DEVICE_ID)).digest()
@@ -178,8 +187,13 @@ class Validator:
         if request is None or not isinstance(wait, int) or not 1 <= wait <= 30:
             return 400, {"error": {"code": "invalid_input", "message": "unknown id or bad wait"}}
         deadline = time.time() + wait
+        # docs/push.md: a host that says how many wrong numbers it has told of is answered as
+        # soon as the request's count differs.
+        known = body.get("wrong_numbers")
         with self.lock:
             while request["state"] == "pending":
+                if isinstance(known, int) and request.get("wrong_numbers", 0) != known:
+                    break
                 now = time.time()
                 if now >= request["expires"]:
                     request["state"] = "expired"
@@ -188,6 +202,10 @@ class Validator:
                     break
                 self.lock.wait(min(deadline, request["expires"]) - now)
             answer = {"id": request["id"], "state": request["state"], "expires": request["expires"]}
+            if request["state"] == "pending" and request.get("wrong_numbers", 0):
+                answer["wrong_numbers"] = request["wrong_numbers"]
+            if request["state"] == "failed" and request.get("reason"):
+                answer["reason"] = request["reason"]
             if request["state"] == "approved":
                 # Handed out once: the request is consumed as it is returned.
                 answer["approval"] = request["approval"]
@@ -242,6 +260,13 @@ class Validator:
                         number = "%06d" % ((int(number) + 1) % 1000000)
                     request["approval"] = self.approval(request, number, user_verified=body.get("uv", True))
                 request["state"] = "approved"
+            elif decision == "wrong":
+                # The validator's own check found another number: counted, the request stays pending.
+                request["wrong_numbers"] = request.get("wrong_numbers", 0) + 1
+            elif decision == "fail":
+                # The validator failed the request itself (its own check refused the answer).
+                request["state"] = "failed"
+                request["reason"] = self.args.fail_reason
             elif decision == "deny":
                 request["state"] = "denied"
             elif decision == "expire":
@@ -329,16 +354,17 @@ def main():
     s.add_argument("--log", required=True)
     s.add_argument("--ca-public", required=True)
     s.add_argument("--lifetime", type=int, default=60)
-    s.add_argument("--certificate", choices=["valid", "none", "other-ca"], default="valid")
+    s.add_argument("--certificate", choices=["valid", "v1", "expired", "none", "other-ca"], default="valid")
     s.add_argument("--push", choices=["yes", "no"], default="yes")
     s.add_argument("--push-refusal", default="")
     s.add_argument("--code", default="123456")
     s.add_argument("--approval-state", choices=["approved", "consumed"], default="approved")
     s.add_argument("--offline-secret", default="")
+    s.add_argument("--fail-reason", default="", help="the reason a request failed by the device decision fail gives (default: none)")
     s.add_argument("--methods", default="", help="preflight's methods, e.g. push (default: absent, the standard order)")
     d = commands.add_parser("device")
     d.add_argument("url")
-    d.add_argument("decision", choices=["approve", "deny", "expire", "none", "respond"])
+    d.add_argument("decision", choices=["approve", "deny", "expire", "none", "respond", "wrong", "fail"])
     d.add_argument("--secret", default="")
     d.add_argument("--wrong-number", action="store_true")
     d.add_argument("--replay", action="store_true")

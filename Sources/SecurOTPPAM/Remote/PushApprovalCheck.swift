@@ -1,3 +1,4 @@
+import CPosix
 import SecurOTPCore
 import SecurOTPStore
 
@@ -37,6 +38,12 @@ struct PushApprovalCheck {
     var webOrigin: String? = nil
     /// `push_web=` (deny by default with `device_ca=`): whether passkey approvals are taken.
     var acceptsWebApprovals = true
+    /// `device_revoked=`: devices whose approvals this host refuses, certified or not.
+    var revoked = DeviceRevocations()
+    /// `device_cert_expiry=required`: a certificate without an expiry is refused.
+    var requireCertificateExpiry = false
+    /// Unix seconds: certificates expire on this host's clock, never the validator's.
+    var now = Int64(time(nil))
 
     /// The kinds of device this host can check: securotp-authenticator, and a passkey in a
     /// phone's browser (docs/push.md "Phones without an app").
@@ -64,11 +71,18 @@ struct PushApprovalCheck {
         default:
             return .refused(reason: "unsupported_authenticator")
         }
+        // The admin's revocations are this host's own data: the validator's word on a device
+        // (still listed, still active) does not outweigh them.
+        if revoked.contains(approval.device) { return .refused(reason: "device_revoked") }
         if let deviceCA {
             guard let certificate = approval.certificate else { return .refused(reason: "certificate_missing") }
-            guard DeviceCertificate.verify(certificate: certificate, user: request.user, device: approval.device,
-                                           publicKey: approval.publicKey, caPublicKey: deviceCA)
-            else { return .refused(reason: "certificate_invalid") }
+            switch DeviceCertificate.check(certificate: certificate, user: request.user, device: approval.device,
+                                           publicKey: approval.publicKey, caPublicKey: deviceCA, now: now) {
+            case .invalid: return .refused(reason: "certificate_invalid")
+            case .expired: return .refused(reason: "certificate_expired")
+            case .valid(expires: nil) where requireCertificateExpiry: return .refused(reason: "certificate_no_expiry")
+            case .valid: break
+            }
         }
         let challenge = request.statement(device: approval.device).challenge
         let result = ApprovalAssertion.verify(authenticatorData: approval.authenticatorData, clientDataJSON: approval.clientDataJSON,
@@ -78,6 +92,24 @@ struct PushApprovalCheck {
         switch result {
         case .accepted(_, let userVerified): return .accepted(userVerified: userVerified)
         case .refused(let refusal): return .refused(reason: refusal.code)
+        }
+    }
+
+    /// Whether an approval this check accepted rests on a certificate without an expiry (made
+    /// before certificates expired): taken, and logged as a warning naming the fix.
+    func certificateWithoutExpiry(_ approval: DeviceApproval) -> Bool {
+        guard deviceCA != nil, let certificate = approval.certificate, let parsed = DeviceCertificate.parse(certificate) else { return false }
+        return parsed.expires == nil
+    }
+
+    /// `device_revoked=`'s list, checked like `device_ca=` (root-owned, not writable by others).
+    /// The error names the file, the line and what to do.
+    static func loadRevocations(_ path: String) throws(StoreError) -> DeviceRevocations {
+        let bytes = try FileSecurity.contents(of: path, .policy, maxSize: DeviceRevocations.maxSize)
+        do throws(DeviceRevocations.BadLine) {
+            return try DeviceRevocations(parsing: bytes)
+        } catch {
+            throw StoreError(.config, "device_revoked=\(path) line \(error.line) is not a device id (dv and 16 hex digits), a comment (#) or blank")
         }
     }
 

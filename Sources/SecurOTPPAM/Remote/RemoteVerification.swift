@@ -43,6 +43,11 @@ struct RemoteVerification: PasscodeCheck {
     /// The open push's prompt showed the offline challenge: its answer goes to `/v1/verify`
     /// with `push_id` (docs/push.md, "Offline approval").
     private var offlineOffered = false
+    /// The open push's prompt as first shown, asked again after a wrong number on the device.
+    private var approvalPrompt = ""
+    /// Wrong numbers typed on the device that the user was told of (at most
+    /// `wrongNumbersToTell`; the validator fails the request at the third).
+    private var wrongNumbersTold = 0
     /// `otp` is among the user's methods before none decided (docs/configuration.md): else
     /// a passcode at the prompt is refused here, never sent.
     private var passcodesAllowed = false
@@ -165,8 +170,18 @@ struct RemoteVerification: PasscodeCheck {
                 return nil
             }
         }
+        var revoked = DeviceRevocations()
+        if let path = remote.deviceRevoked {
+            do {
+                revoked = try PushApprovalCheck.loadRevocations(path)
+            } catch {
+                session.log(.deviceRevokedUnusable, LOG_ERR, "device_revoked unusable, no push offered to \(login.shownUser): \(error.message)")
+                return nil
+            }
+        }
         return PushApprovalCheck(deviceCA: deviceCA, requireUserVerification: remote.deviceUserVerification == .required,
-                                 webOrigin: remote.webOrigin, acceptsWebApprovals: remote.acceptsWebApprovals)
+                                 webOrigin: remote.webOrigin, acceptsWebApprovals: remote.acceptsWebApprovals, revoked: revoked,
+                                 requireCertificateExpiry: remote.deviceCertificateExpiry == .required)
     }
 
     /// Opens a push request (`POST /v1/push`) and asks for its approval in the first prompt.
@@ -206,6 +221,8 @@ struct RemoteVerification: PasscodeCheck {
             offlineOffered = true
         }
         let prompt = (self.challenge.map { "Challenge \($0). " } ?? "") + approve
+        approvalPrompt = prompt
+        wrongNumbersTold = 0
         return .deviceApproval(request: opened.id, number: challenge.number, expires: opened.expires, prompt: prompt)
     }
 
@@ -311,9 +328,12 @@ struct RemoteVerification: PasscodeCheck {
             let untilExpiry = max(1, request.expires - Int64(time(nil)) + 1)
             let wait = Int(min(Self.longestWait, left / 1000, untilExpiry))
             let answer: PushWaitAnswer
+            // The wrong numbers told so far: the validator answers as soon as another is typed.
+            // Past `wrongNumbersToTell` none is sent, so no validator can make this loop spin.
+            var fields: [(key: String, value: JSONWriter.Field)] = [(key: "id", value: .text(request.id)), (key: "wait", value: .integer(Int64(wait)))]
+            if wrongNumbersTold < Self.wrongNumbersToTell { fields.append((key: "wrong_numbers", value: .integer(Int64(wrongNumbersTold)))) }
             do throws(ValidatorFailure) {
-                let json = try client.post("/v1/push/wait", JSONWriter.object([(key: "id", value: .text(request.id)), (key: "wait", value: .integer(Int64(wait)))]),
-                                           seconds: wait + remote.timeout)
+                let json = try client.post("/v1/push/wait", JSONWriter.object(fields), seconds: wait + remote.timeout)
                 guard let parsed = PushWaitAnswer(json, id: request.id) else { throw ValidatorFailure.unavailable("unreadable push state") }
                 answer = parsed
             } catch {
@@ -321,11 +341,23 @@ struct RemoteVerification: PasscodeCheck {
             }
             if let approval = answer.approval { return concludeApproval(approval, request, approvals) }
             switch answer.state {
-            case .pending: continue
+            case .pending:
+                guard answer.wrongNumbers > wrongNumbersTold, wrongNumbersTold < Self.wrongNumbersToTell else { continue }
+                // Told at once, and the same request asked again: the device takes the number again.
+                wrongNumbersTold = min(answer.wrongNumbers, Self.wrongNumbersToTell)
+                session.log(.pushWrongNumber, LOG_NOTICE, "the validator reports a wrong number typed on the device for push request \(request.id) of \(login.shownUser) (\(answer.wrongNumbers) so far); asking again\(source)")
+                openPush = request
+                return .next(.deviceApproval(request: request.id, number: request.challenge.number, expires: request.expires,
+                                             prompt: "\(DialogueText.approvalFailed) \(approvalPrompt)"), counted: false)
             case .approved: return .finished(PAM_AUTH_ERR) // never without an approval (PushWaitAnswer)
             case .denied: return passcodeInstead(DialogueText.approvalDenied, "denied on the device", request)
             case .expired: return passcodeInstead(DialogueText.approvalExpired, "the request expired", request)
-            case .failed: return passcodeInstead(DialogueText.approvalFailed, "failed: wrong numbers typed on the device", request)
+            case .failed where answer.failedByWrongNumbers:
+                return passcodeInstead(DialogueText.approvalFailed, "failed: wrong numbers typed on the device", request)
+            case .failed:
+                // A signature the validator refused (another number's, a replayed one) or a device
+                // gone: a refused approval, not a wrong number (docs/push.md, "What the user sees").
+                return passcodeInstead(DialogueText.approvalRefused, "failed: the validator refused the device's answer", request)
             case .cancelled: return passcodeInstead(DialogueText.approvalExpired, "cancelled on the validator", request)
             case .consumed:
                 session.log(.approvalConsumed, LOG_WARNING, "push request \(request.id) for \(login.shownUser): its approval was already handed out (consumed); refusing it\(source)")
@@ -336,12 +368,18 @@ struct RemoteVerification: PasscodeCheck {
 
     /// The longest single `/v1/push/wait` (the validator allows 30).
     static let longestWait: Int64 = 25
+    /// Wrong numbers on the device a login tells of and asks again after: the validator fails
+    /// a request at the third (docs/push.md), which the `failed` answer tells.
+    static let wrongNumbersToTell = 2
 
     /// This host's check of the approval, reported to the validator either way.
     private mutating func concludeApproval(_ approval: DeviceApproval, _ request: PushApprovalCheck.Request,
                                            _ approvals: PushApprovalCheck) -> StepOutcome {
         switch approvals.check(approval, for: request) {
         case .accepted(let userVerified):
+            if approvals.certificateWithoutExpiry(approval) {
+                session.log(.certificateWithoutExpiry, LOG_WARNING, "accepted the approval of \(login.shownUser) from device \(approval.device) on a certificate without an expiry; certify it again (securotp device certify \(login.shownUser) \(approval.device) --ca-key FILE), or set device_cert_expiry=required to refuse such certificates")
+            }
             report("/v1/push/result", [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(true)), (key: "reason", value: .text("accepted"))], request)
             return .concluded(StepReport(.approvedOnDevice(device: approval.device, request: request.id, userVerified: userVerified), note: "", source: source))
         case .refused(let reason):

@@ -108,11 +108,24 @@ struct PushWaitAnswer {
 
     let state: State
     let approval: DeviceApproval?
+    /// `pending`: wrong numbers typed on the device so far (0: none, or a validator that does
+    /// not say).
+    let wrongNumbers: Int
+    /// `failed` because of wrong numbers typed on the device (`reason: "wrong_number"`); any
+    /// other failure, or a validator that gives no reason, is a refused approval.
+    let failedByWrongNumbers: Bool
 
     /// `id`: the request asked about; an answer about another one is unreadable.
     init?(_ json: JSONValue, id: String) {
         guard json["id"]?.string == id, let text = json["state"]?.string, let state = State(rawValue: text) else { return nil }
         self.state = state
+        switch json["wrong_numbers"] {
+        case nil, .null?: wrongNumbers = 0
+        case let value?:
+            guard let count = value.integer, (0...1000).contains(count) else { return nil }
+            wrongNumbers = Int(count)
+        }
+        failedByWrongNumbers = state == .failed && json["reason"]?.string == "wrong_number"
         if let value = json["approval"], value != .null {
             guard let approval = DeviceApproval(value) else { return nil }
             self.approval = approval
@@ -328,9 +341,11 @@ enum ValidatorText {
         return .some(text)
     }
 
-    /// Shown on the user's terminal: no control characters (no escape sequences), bounded.
+    /// Shown on the user's terminal: bounded, and safe by the project's one rule for text from
+    /// outside (TerminalText.isSafe): no C0/C1 control (no escape sequence), no line separator,
+    /// no bidi control that would reorder what the user reads.
     static func isDisplayable(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 512 && !text.unicodeScalars.contains { $0.value < 0x20 || ($0.value >= 0x7f && $0.value < 0xa0) }
+        !text.isEmpty && text.utf8.count <= 512 && TerminalText.isSafe(text)
     }
 
     /// Challenge ids go back to the validator as they came: short, plain.

@@ -62,9 +62,11 @@ struct PushRoutes {
             await waiters.finish(ticket)
             throw error
         }
-        // Past its expiry the next read marks the request expired.
+        // Past its expiry the next read marks the request expired. A host that says how many
+        // wrong numbers it has told its user of is answered as soon as another one is typed.
         let remaining = min(deadline, Double(status.expires) + 0.01) - Self.now
-        guard status.state == "pending", remaining > 0, deadline > Self.now else {
+        let newWrongNumber = body.wrongNumbers.map { $0 != (status.wrongNumbers ?? 0) } ?? false
+        guard status.state == "pending", !newWrongNumber, remaining > 0, deadline > Self.now else {
             await waiters.finish(ticket)
             return .done(status)
         }

@@ -49,10 +49,15 @@ public struct PushWaitRequest: Codable, Sendable, Equatable {
     public var id: String
     /// Seconds to wait at most, 1–30 (default 25).
     public var wait: Int?
+    /// The wrong numbers the host has already told its user of: the wait also ends when the
+    /// request's count differs (a wrong number typed on the device is told at once). Absent:
+    /// the wait ends only when the request leaves pending (hosts before this field).
+    public var wrongNumbers: Int?
 
-    public init(id: String, wait: Int? = nil) {
+    public init(id: String, wait: Int? = nil, wrongNumbers: Int? = nil) {
         self.id = id
         self.wait = wait
+        self.wrongNumbers = wrongNumbers
     }
 }
 
@@ -64,12 +69,20 @@ public struct PushStatus: Codable, Sendable, Equatable {
     public var state: String
     public var expires: Int64
     public var approval: PushApproval?
+    /// `pending`: the wrong numbers typed on the device so far, when there are any.
+    public var wrongNumbers: Int?
+    /// `failed`: why — `wrong_number` (the device typed a wrong number too often) or
+    /// `approval_refused` (the validator refused the device's signed answer, or the approving
+    /// device is gone), so the host tells its user the truth.
+    public var reason: String?
 
-    public init(id: String, state: String, expires: Int64, approval: PushApproval? = nil) {
+    public init(id: String, state: String, expires: Int64, approval: PushApproval? = nil, wrongNumbers: Int? = nil, reason: String? = nil) {
         self.id = id
         self.state = state
         self.expires = expires
         self.approval = approval
+        self.wrongNumbers = wrongNumbers
+        self.reason = reason
     }
 }
 

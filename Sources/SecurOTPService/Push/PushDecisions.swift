@@ -192,15 +192,33 @@ public enum PushDecisions {
         switch row.state {
         case "pending" where row.expires <= now: return .expire(PushStatus(id: row.id, state: "expired", expires: row.expires))
         case "approved": return .handOut(lost: PushStatus(id: row.id, state: "consumed", expires: row.expires))
-        default: return .report(PushStatus(id: row.id, state: row.state, expires: row.expires))
+        default: return .report(reported(row, state: row.state))
         }
+    }
+
+    /// Why a request failed, as a host tells its user (docs/push.md, "What the user sees"):
+    /// the wrong numbers that fail a request, or a refused approval — a signature that does not
+    /// verify (another number's, a replayed one), a counter that did not advance, a device gone.
+    public static let failedByWrongNumbers = "wrong_number"
+    public static let failedByRefusal = "approval_refused"
+
+    /// What a host is told of `row` in `state`: a pending request's wrong numbers so far, a
+    /// failed one's reason.
+    static func reported(_ row: PushRequestRow, state: String) -> PushStatus {
+        var status = PushStatus(id: row.id, state: state, expires: row.expires)
+        switch state {
+        case "pending" where row.wrongNumbers > 0: status.wrongNumbers = row.wrongNumbers
+        case "failed": status.reason = row.wrongNumbers >= PushPolicy.wrongNumbersToFail ? failedByWrongNumbers : failedByRefusal
+        default: break
+        }
+        return status
     }
 
     /// The approval this call moved to consumed, given the approving device as read now: handed
     /// out if it is still the user's and active, else failed with an audit entry.
     public static func handOut(_ row: PushRequestRow, device: PushDeviceRow?, policy: PushPolicy = PushPolicy()) -> (status: PushStatus, audit: Audit?) {
         guard let device, device.user == row.user, device.state == "active" else {
-            return (PushStatus(id: row.id, state: "failed", expires: row.expires),
+            return (PushStatus(id: row.id, state: "failed", expires: row.expires, reason: failedByRefusal),
                     Audit(result: "reject", detail: "the approving device is gone or blocked"))
         }
         return (PushStatus(id: row.id, state: "consumed", expires: row.expires, approval: row.approval(by: device, origin: policy.webOrigin(aaid: device.aaid))), nil)

@@ -142,10 +142,18 @@ public enum PushRules {
                       nonce: nonce, number: number, expires: String(expires), device: device).bytes
     }
 
-    /// docs/push.md, "Device certificates": what the admin's CA key signs.
+    /// docs/push.md, "Device certificates": what the admin's CA key signed in version 1 (no expiry).
     public static func certificateMessage(user: String, device: String, publicKey spki: [UInt8]) -> [UInt8] {
         DeviceCertificate.statement(user: user, device: device, publicKey: spki)
     }
+
+    /// What the admin's CA key signs (version 2): the certificate ends at `expires` (Unix seconds).
+    public static func certificateMessage(user: String, device: String, publicKey spki: [UInt8], expires: Int64) -> [UInt8] {
+        DeviceCertificate.statement(user: user, device: device, publicKey: spki, expires: expires)
+    }
+
+    /// Whether `text` has a certificate's form (either version), as the validator stores it.
+    public static func isCertificate(_ text: String) -> Bool { DeviceCertificate.parse(text) != nil }
 
     public enum ApprovalCheck: Equatable, Sendable {
         case verified(counter: UInt32, userVerified: Bool)
@@ -175,15 +183,20 @@ public enum PushRules {
     /// Whether `spki` is a P-256 public key as the hosts' verifier reads it (docs/push.md).
     public static func isP256PublicKey(_ spki: [UInt8]) -> Bool { P256PublicKey.isSPKI(spki) }
 
-    /// Checks a device certificate (docs/push.md) against a CA public key (PEM); for tests and `doctor`.
-    public static func verifyCertificate(_ certificate: String, caPublicKeyPEM: String, user: String, device: String, publicKey: [UInt8]) -> Bool {
+    /// Checks a device certificate (docs/push.md) against a CA public key (PEM) at `now`: valid
+    /// and not expired; for tests and `doctor`.
+    public static func verifyCertificate(_ certificate: String, caPublicKeyPEM: String, user: String, device: String, publicKey: [UInt8],
+                                         now: Int64 = Int64(Date().timeIntervalSince1970)) -> Bool {
         var spki = [UInt8](repeating: 0, count: 512)
         let length = caPublicKeyPEM.withCString { pem in
             spki.withUnsafeMutableBufferPointer { securotp_p256_spki_from_pem(pem, strlen(pem), 0, $0.baseAddress, $0.count) }
         }
-        guard length > 0, let signature = Data(base64Encoded: certificate) else { return false }
-        let message = certificateMessage(user: user, device: device, publicKey: publicKey)
-        return ApprovalAssertion.es256Verify(publicKey: Array(spki.prefix(length)), message: message, signature: Array(signature))
+        guard length > 0 else { return false }
+        switch DeviceCertificate.check(certificate: certificate, user: user, device: device, publicKey: publicKey,
+                                       caPublicKey: Array(spki.prefix(length)), now: now) {
+        case .valid: return true
+        case .expired, .invalid: return false
+        }
     }
 
     /// Signs `message` with a PEM P-256 private key: a DER signature, or nil.

@@ -71,9 +71,8 @@ extension LocalTokenService: DeviceService {
 
     public func setCertificate(user: String, device: String, _ request: DeviceCertificateRequest, caller: Caller) async throws(ServiceError) {
         let user = try RequestRules.user(user)
-        guard !request.certificate.isEmpty, request.certificate.utf8.count <= 256,
-              let signature = PushRules.base64URLDecode(request.certificate), (8...80).contains(signature.count) else {
-            throw ServiceError(.invalidInput, "certificate must be a base64 DER ECDSA signature (securotp device certify)")
+        guard PushRules.isCertificate(request.certificate) else {
+            throw ServiceError(.invalidInput, "certificate must be v2:EXPIRES:SIGNATURE or a base64 DER ECDSA signature (securotp device certify)")
         }
         try await runPush { (_, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) in

@@ -171,14 +171,29 @@ struct DeviceCommand: AsyncParsableCommand {
     struct Certify: ContextCommand {
         static let configuration = CommandConfiguration(
             abstract: "Certify a device's key with the admin's CA key, for hosts with device_ca= (docs/push.md).",
-            discussion: "The CA key is a PEM P-256 private key on the admin's machine; it never goes to the validator. Make one with: openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out device-ca.pem")
+            discussion: """
+            The CA key is a PEM P-256 private key on the admin's machine; it never goes to the validator. Make one with: \
+            openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out device-ca.pem
+
+            The certificate expires after --days (default 365): hosts refuse it from then on; certify the device again before. \
+            To refuse a device's certificate sooner (a device removed, lost or stolen), list its id in the device_revoked= file \
+            of every host with device_ca= (docs/push.md, "Device certificates").
+            """)
         @OptionGroup var global: GlobalOptions
         @Argument var user: String
         @Argument var device: String
         @Option(name: .customLong("ca-key"), help: ArgumentHelp("PEM P-256 private key (owner-only file).", valueName: "FILE")) var caKey: String
+        @Option(help: ArgumentHelp("Days until the certificate expires (1–3650).", valueName: "DAYS")) var days = 365
+
+        static let daysRange = 1...3650
+
+        func validate() throws {
+            guard Self.daysRange.contains(days) else { throw ValidationError("--days must be \(Self.daysRange.lowerBound)–\(Self.daysRange.upperBound)") }
+        }
 
         func run(in context: CommandContext) async throws {
             let user = CommandContext.canonical(user)
+            let expires = context.clock() + Int64(days) * 86_400
             let pem: [UInt8]
             do throws(StoreError) { pem = try FileSecurity.contents(of: caKey, .secret, maxSize: 64 * 1024) } catch { throw ServiceError(error) }
             try await DeviceCommand.withDevices(context) { devices in
@@ -189,14 +204,15 @@ struct DeviceCommand: AsyncParsableCommand {
                 guard let keyText = row.publicKey, let key = PushRules.base64URLDecode(keyText) else {
                     throw ServiceError(.invalidInput, "device \(device) is not activated yet: certify it after securotp-authenticator activate")
                 }
-                let message = PushRules.certificateMessage(user: user, device: device, publicKey: key)
+                let message = PushRules.certificateMessage(user: user, device: device, publicKey: key, expires: expires)
                 guard let signature = PushRules.sign(message, privateKeyPEM: String(decoding: pem, as: UTF8.self)) else {
                     throw ServiceError(.invalidInput, "\(caKey) is not a PEM P-256 private key")
                 }
                 try await devices.setCertificate(user: user, device: device,
-                                                 DeviceCertificateRequest(certificate: Data(signature).base64EncodedString()), caller: context.caller)
+                                                 DeviceCertificateRequest(certificate: DeviceCertificate.text(signature: signature, expires: expires)),
+                                                 caller: context.caller)
             }
-            context.print("Certified device \(device) of \(user). Hosts with device_ca= accept its approvals.")
+            context.print("Certified device \(device) of \(user) until \(Formatting.time(expires)). Hosts with device_ca= accept its approvals until then.")
         }
     }
 
