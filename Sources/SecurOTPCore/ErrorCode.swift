@@ -91,6 +91,11 @@ public enum ModuleLogCode: String, Sendable, CaseIterable {
     case pushWrongNumber = "SOTP-M140"
     case deviceRevokedUnusable = "SOTP-M141"
     case certificateWithoutExpiry = "SOTP-M142"
+    // Holding a factor, and what the host takes on the validator's word (issue 25)
+    case holderCannotUseFactor = "SOTP-M100"
+    case validatorWidensMethods = "SOTP-M101"
+    case notVerifiedByHost = "SOTP-M102"
+    case holdingUnreadable = "SOTP-M103"
 }
 
 /// Why a CLI (securotp, securotp-authenticator, securotpd at start-up) ended with an error:

@@ -17,22 +17,17 @@ struct LocalVerification: PasscodeCheck {
     private var pinMode = PINMode.none
 
     /// Whether codes can log this user in. `refused`: no method that takes codes is left
-    /// (LoginMethods); the prompt and refusal are those of a user without a token, and
-    /// `ignorable` says the user has no credential for any of the methods (nullok applies).
+    /// (LoginMethods); the prompt and refusal are those of a user without a token. `nullok`
+    /// is not asked here: it skipped only users who hold nothing (FactorHolding), before this.
     enum CodeUse: Equatable {
         case accepted
-        case refused(ignorable: Bool)
+        case refused
     }
     let codes: CodeUse
-    /// The user holds a credential of another method (a security key, in the store or in
-    /// `authfile=`) that was not used: `nullok` never ignores such a user, whose codes the
-    /// store may not show.
-    let holdsOtherCredential: Bool
 
-    init(_ login: LoginContext, codes: CodeUse = .accepted, holdsOtherCredential: Bool = false) {
+    init(_ login: LoginContext, codes: CodeUse = .accepted) {
         self.login = login
         self.codes = codes
-        self.holdsOtherCredential = holdsOtherCredential
     }
 
     private var session: PAMSession { login.session }
@@ -45,22 +40,15 @@ struct LocalVerification: PasscodeCheck {
     mutating func prepare() -> Preparation {
         do {
             let now = Int64(time(nil))
-            let issue = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) -> ChallengeIssue?? in
-                if case .refused(let ignorable) = codes {
-                    // The same store reads as for a user without a token, no challenge.
-                    let hasTokens = try store.hasActiveTokens(user: login.user)
-                    // Ignored only with no credential for any method and no token at all: a
-                    // policy that leaves no method must never make a token holder's factor optional.
-                    return settings.nullok && login.known && ignorable && !hasTokens ? .none : .some(nil)
+            let issue = try StoreCache.shared.withStore(settings.paths) { (store) throws(StoreError) -> ChallengeIssue? in
+                if codes == .refused {
+                    // The same store read as for a user without a token, no challenge.
+                    _ = try store.hasActiveTokens(user: login.user)
+                    return nil
                 }
-                if settings.nullok, login.known, !holdsOtherCredential, try !store.hasActiveTokens(user: login.user) { return .none }
                 // A user with an OCRA token gets a fresh challenge in its suite's format, this
                 // attempt counted before it is shown.
-                return .some(login.known ? try store.issueChallenge(user: login.user, policy: settings.policy, now: now) : nil)
-            }
-            guard let issue else {
-                session.debugLog("user \(login.shownUser) has no token; nullok: ignoring")
-                return .finish(PAM_IGNORE)
+                return login.known ? try store.issueChallenge(user: login.user, policy: settings.policy, now: now) : nil
             }
             switch issue {
             case .issued(_, let suite)?, .locked(let suite)?:

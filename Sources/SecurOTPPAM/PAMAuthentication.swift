@@ -58,6 +58,12 @@ public enum PAMAuthentication {
             var check = RemoteVerification(login, groups: policyGroups)
             return converse(&check, login)
         }
+        // Holding, not using: nullok skips only a user who holds no factor from any source,
+        // decided before any order or policy narrows what may be used (FactorHolding).
+        if settings.nullok, login.known, !FactorHolding.local(login) {
+            session.debugLog("user \(login.shownUser) holds no second factor; nullok: ignoring")
+            return PAM_IGNORE
+        }
         // The user's methods in order (docs/configuration.md, "Login methods"): the user's
         // policy, the groups', `methods=`, else FIDO then passcodes. Names NSS does not know
         // get the global order, like everyone without a policy.
@@ -84,7 +90,7 @@ public enum PAMAuthentication {
             } else {
                 session.log(.methodsUnreadable, LOG_ERR, "cannot read the login methods of \(login.shownUser), refusing: \(error.message)")
             }
-            var check = LocalVerification(login, codes: .refused(ignorable: false))
+            var check = LocalVerification(login, codes: .refused)
             return converse(&check, login)
         }
         return local(login, methods)
@@ -92,10 +98,9 @@ public enum PAMAuthentication {
 
     /// Local mode: each of the user's methods in order until one decides. Push is a validator's
     /// (remote mode); here it is skipped. A user whose methods are all spent or unusable is
-    /// prompted and refused like a user without a token (`nullok` ignores one who has no
-    /// credential for any of them).
+    /// prompted and refused like a user without a token (`nullok` has already skipped only
+    /// users who hold nothing).
     private static func local(_ login: LoginContext, _ methods: LoginMethods?) -> Int32 {
-        var enrolled = false
         for method in methods?.order ?? [] {
             switch method {
             case .fido:
@@ -105,20 +110,23 @@ public enum PAMAuthentication {
                 case .refused(let code): return code
                 case .declined:
                     guard methods?.explicit == true else { return PAM_AUTH_ERR }
-                    enrolled = true
                     login.session.log(.fidoNextMethod, LOG_NOTICE, "FIDO: \(login.shownUser) did not touch the key; trying the next method")
-                case .unavailable: enrolled = true
-                case .notEnrolled: break
+                case .unavailable, .notEnrolled: break
                 }
             case .push:
                 continue
             case .otp:
-                var check = LocalVerification(login, holdsOtherCredential: enrolled)
+                var check = LocalVerification(login)
                 return converse(&check, login)
             }
         }
-        login.session.debugLog("no method left for \(login.shownUser) (methods \(methods?.text ?? "none in common"))")
-        var check = LocalVerification(login, codes: .refused(ignorable: !enrolled))
+        if login.known {
+            login.session.log(.holderCannotUseFactor, LOG_NOTICE, """
+                no login method of \(login.shownUser) can be used now (methods \(methods?.text ?? "none in common"): \
+                a key absent, not touched or cloned, or a factor the methods leave out); prompting and refusing
+                """)
+        }
+        var check = LocalVerification(login, codes: .refused)
         return converse(&check, login)
     }
 

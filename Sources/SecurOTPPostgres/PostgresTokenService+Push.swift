@@ -85,6 +85,15 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
         return (false, 0)
     }
 
+    /// `Store.holdsFactor`'s rule on PostgreSQL: an active token, a FIDO credential in any
+    /// state, or a device in any state but pending (preflight's `holds_factor`).
+    func holdsFactor(user: String, _ connection: PostgresConnection) async throws -> Bool {
+        try await changed("""
+            SELECT 1 FROM tokens WHERE "user" = \(user) AND (state = 'active' OR kind = 'fido')
+            UNION ALL SELECT 1 FROM devices WHERE "user" = \(user) AND state <> 'pending' LIMIT 1
+            """, connection)
+    }
+
     func hasActiveDevice(_ user: String, _ connection: PostgresConnection) async throws -> Bool {
         try await changed("SELECT 1 FROM devices WHERE \"user\" = \(user) AND state = 'active' LIMIT 1", connection)
     }

@@ -13,15 +13,17 @@ extension PostgresTokenService {
         let now = Self.now()
         let policy = settings.policy
         // With the groups the host named (MethodRules.methods), on the same connection.
-        let (active, hasFido, methods) = try await run("reading \(user)'s tokens and login methods") { connection in
+        let (active, hasFido, methods, holds) = try await run("reading \(user)'s tokens and login methods") { connection in
             (try await self.tokens(user: user, connection).filter(\.isActive), try await !self.fidoCredentials(user: user, connection).isEmpty,
-             try await self.loginMethods(user: user, groups: groups, connection))
+             try await self.loginMethods(user: user, groups: groups, connection), try await self.holdsFactor(user: user, connection))
         }
         var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
         // A cloned credential counts too, as on SQLite (LocalTokenService.preflight): such a
         // user is asked for the key and denied, never let through by `nullok`.
         if hasFido { preflight.fido = true }
         preflight.methods = MethodRules.preflightMethods(methods)
+        // Holding, not using: a blocked device or a cloned key keeps the user a holder.
+        preflight.holdsFactor = holds
         let response = preflight
         let passcodesAllowed = MethodRules.allowsPasscodes(methods)
         // Without otp the module drops its offline cache (and the codes it used offline,

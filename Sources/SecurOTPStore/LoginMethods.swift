@@ -50,6 +50,20 @@ public struct LoginMethods: Sendable, Equatable {
         return kept.isEmpty ? nil : LoginMethods(checked: kept, explicit: explicit || other.explicit)
     }
 
+    /// The methods `keep` lets through, in this order; nil when none is left.
+    public func keeping(_ keep: (LoginMethod) -> Bool) -> LoginMethods? {
+        let kept = order.filter(keep)
+        return kept.isEmpty ? nil : LoginMethods(checked: kept, explicit: explicit)
+    }
+
+    /// Remote mode: what a validator's order (`offered`, from its policies) leaves of this
+    /// host's methods. The validator may only narrow: a method the host does not allow is never
+    /// offered, whatever the validator says. The order is this host's when an admin set one here
+    /// (`methods=`), else the validator's. Nil when they have no method in common.
+    public func bounding(_ offered: LoginMethods) -> LoginMethods? {
+        explicit ? intersected(with: offered) : offered.intersected(with: self)
+    }
+
     /// What `value` expects, for error messages.
     public static let expectation = "expected methods from fido, push, otp separated by commas, each once"
 

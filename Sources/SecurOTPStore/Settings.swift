@@ -137,6 +137,9 @@ public struct Settings: Sendable, Equatable {
         case "device_cert_expiry":
             guard let value, let rule = DeviceCertificateExpiry(rawValue: value) else { throw fail("expected required or optional") }
             remote.deviceCertificateExpiry = rule
+        case "validator_may":
+            guard let value, let rule = ValidatorMay(rawValue: value) else { throw fail("expected approve or deny-only") }
+            remote.validatorMay = rule
         case "web_origin":
             guard let value, ClientData.webRPID(origin: value) != nil else {
                 throw fail("expected the validator's public_url origin, https://HOST[:PORT] (lowercase, no path)")

@@ -13,6 +13,23 @@ extension Store {
         return try statement.step()
     }
 
+    /// Whether `user` holds a second factor, usable now or not (docs/security.md, "Holding a
+    /// factor is not being able to use it now"): an active token, a FIDO credential in any state
+    /// (a cloned one too), or a push device in any state but `pending` (active, blocked by its
+    /// PIN; pushes blocked by `deny --fraud` or left out by a policy do not change it). `nullok`
+    /// asks only this, never what a policy or a block leaves usable. The validator's preflight
+    /// (`holds_factor`) asks the same of its store; PostgreSQL keeps the same rule in
+    /// `PostgresTokenService.holdsFactor`.
+    public func holdsFactor(user: String) throws(StoreError) -> Bool {
+        let statement = try db.prepare("""
+            SELECT 1 FROM tokens WHERE user = ? AND (state = 'active' OR kind = 'fido')
+            UNION ALL SELECT 1 FROM devices WHERE user = ? AND state <> 'pending' LIMIT 1
+            """)
+        defer { statement.reset() }
+        try statement.bind(.text(user), .text(user))
+        return try statement.step()
+    }
+
     /// Checks `input` against every active token of `user` (and the user's recovery codes) and
     /// records the result in one BEGIN IMMEDIATE transaction: an accepted step or counter is
     /// stored before this returns (WAL, synchronous=FULL), so the same code can never be

@@ -47,6 +47,12 @@ public struct ValidatorSettings: Sendable, Equatable {
 
     /// Whether phones' passkey approvals (`FFFF#0002`) are taken.
     public var acceptsWebApprovals: Bool { pushWeb ?? (deviceCA == nil) }
+    /// `validator_may=` (docs/configuration.md, "What the host takes on the validator's word"):
+    /// `approve` (the default) takes passcodes, remote FIDO and offline codes on the validator's
+    /// word; `deny-only` offers only what this host verifies itself — push approvals under
+    /// `device_ca=` — so that a compromised validator can deny a login but never approve one.
+    public var validatorMay = ValidatorMay.approve
+
     /// `web_origin=`: phones' passkeys (`FFFF#0002`) are accepted only when they signed at this
     /// origin (the validator's public_url); unset, at the origin the approval names.
     public var webOrigin: String?
@@ -68,7 +74,8 @@ public struct ValidatorSettings: Sendable, Equatable {
                          ("device_uv", deviceUserVerification == .optional ? nil : deviceUserVerification.rawValue),
                          ("device_revoked", deviceRevoked),
                          ("device_cert_expiry", deviceCertificateExpiry == .optional ? nil : deviceCertificateExpiry.rawValue),
-                         ("push_offline", pushOffline.map { $0 ? "allow" : "deny" }), ("push_web", pushWeb.map { $0 ? "allow" : "deny" })]
+                         ("push_offline", pushOffline.map { $0 ? "allow" : "deny" }), ("push_web", pushWeb.map { $0 ? "allow" : "deny" }),
+                         ("validator_may", validatorMay == .approve ? nil : validatorMay.rawValue)]
             let stray = set.filter { $0.1 != nil }.map { $0.0 }
             if let key = stray.first {
                 throw StoreError(.config, "\(key) is set but validator is not; set validator=https://HOST:PORT or remove \(key)")
@@ -81,6 +88,32 @@ public struct ValidatorSettings: Sendable, Equatable {
         if (clientCertificate == nil) != (clientKey == nil) {
             throw StoreError(.config, "client_cert and client_key go together; set both or neither")
         }
+        if validatorMay == .denyOnly {
+            // Without device_ca the device's key is the validator's word too; offline and passkey
+            // approvals are checked by the validator (or signed on its page).
+            guard deviceCA != nil else {
+                throw StoreError(.config, "validator_may=deny-only needs device_ca=FILE: without it every approval is the validator's word")
+            }
+            if pushOffline == true || pushWeb == true {
+                throw StoreError(.config, "validator_may=deny-only cannot go with push_offline=allow or push_web=allow: those approvals are the validator's word")
+            }
+        }
+    }
+}
+
+/// What the module takes on the validator's word (`validator_may=`).
+public enum ValidatorMay: String, Sendable, Equatable {
+    /// The validator's accept of a passcode, a remote FIDO assertion and its offline codes log
+    /// a user in; push approvals are checked here (under `device_ca=`, against its certificate).
+    case approve
+    /// Only methods this host verifies itself: push approvals under `device_ca=`. Passcodes,
+    /// offline codes and remote FIDO are refused (never sent); the validator can only deny.
+    case denyOnly = "deny-only"
+
+    /// Whether `method` can be offered: the host checks a push approval itself; passcodes and
+    /// remote FIDO are the validator's decision.
+    public func allows(_ method: LoginMethod) -> Bool {
+        self == .approve || method == .push
     }
 }
 

@@ -136,4 +136,45 @@ import Testing
             }
         }
     }
+
+    @Test("validator_may: approve (default) or deny-only; deny-only needs device_ca and refuses push_offline/push_web=allow; nothing without validator=")
+    func validatorMay() throws {
+        let temp = try TemporaryStore()
+        let remote = ["state_dir=\(temp.directory)", "validator=https://v.example:8443", "host_credential=/etc/h.cred"]
+        #expect(try Settings.fromModuleArguments(remote).remote.validatorMay == .approve)
+        let strict = try Settings.fromModuleArguments(remote + ["device_ca=/etc/securotp/device-ca.pem", "validator_may=deny-only"])
+        #expect(strict.remote.validatorMay == .denyOnly)
+        #expect(ValidatorMay.denyOnly.allows(.push) && !ValidatorMay.denyOnly.allows(.otp) && !ValidatorMay.denyOnly.allows(.fido))
+        #expect(LoginMethod.allCases.allSatisfy { ValidatorMay.approve.allows($0) })
+        let refusals: [([String], String)] = [
+            (["validator_may=deny-only"], "validator_may=deny-only needs device_ca=FILE"),
+            (["validator_may=deny-only", "device_ca=/etc/ca.pem", "push_web=allow"], "validator_may=deny-only cannot go with"),
+            (["validator_may=deny-only", "device_ca=/etc/ca.pem", "push_offline=allow"], "validator_may=deny-only cannot go with"),
+            (["validator_may=deny"], "module argument validator_may: expected approve or deny-only"),
+        ]
+        for (arguments, expected) in refusals {
+            #expect {
+                try Settings.fromModuleArguments(remote + arguments)
+            } throws: { error in
+                (error as? StoreError).map { $0.code == .config && $0.message.contains(expected) } ?? false
+            }
+        }
+        #expect {
+            try Settings.fromModuleArguments(["state_dir=\(temp.directory)", "validator_may=deny-only"])
+        } throws: { error in
+            (error as? StoreError).map { $0.message.hasPrefix("validator_may is set but validator is not") } ?? false
+        }
+    }
+
+    @Test("The validator's order only narrows the host's: the host's order when set there, else the validator's; nil when none is shared")
+    func methodsBounded() throws {
+        let host = try #require(LoginMethods(parsing: "push"))
+        #expect(host.bounding(try #require(LoginMethods(parsing: "otp"))) == nil)
+        #expect(host.bounding(try #require(LoginMethods(parsing: "otp,push")))?.order == [.push])
+        let ordered = try #require(LoginMethods(parsing: "push,otp"))
+        #expect(ordered.bounding(try #require(LoginMethods(parsing: "otp,push,fido")))?.order == [.push, .otp], "the host's order")
+        #expect(LoginMethods.standard.bounding(try #require(LoginMethods(parsing: "otp,push")))?.order == [.otp, .push], "the validator's order")
+        #expect(LoginMethods.standard.keeping { ValidatorMay.denyOnly.allows($0) }?.order == [.push])
+        #expect(try #require(LoginMethods(parsing: "otp")).keeping { ValidatorMay.denyOnly.allows($0) } == nil)
+    }
 }

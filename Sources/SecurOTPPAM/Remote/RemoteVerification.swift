@@ -92,8 +92,8 @@ struct RemoteVerification: PasscodeCheck {
             guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
             preflight = answer
         } catch {
-            // Offline codes are passcodes: not for a host whose `methods=` leaves out otp.
-            if case .unavailable(let reason) = error, (login.settings.methods ?? .standard).order.contains(.otp),
+            // Offline codes are passcodes: not for a host whose `methods=` (or validator_may=) leaves out otp.
+            if case .unavailable(let reason) = error, hostMethods?.allows(.otp) == true,
                let digits = offline.usableCodeDigits() {
                 session.log(.validatorUnavailableOffline, LOG_WARNING, "validator \(validatorName) unavailable during preflight (\(reason)); checking \(login.shownUser) against this host's offline codes")
                 offlineOnly = true
@@ -105,18 +105,37 @@ struct RemoteVerification: PasscodeCheck {
         }
         // A policy without otp (or with no method left) also ends this host's offline codes.
         if preflight.noMethods || !(preflight.methods?.allows(.otp) ?? true) { offline.discard() }
-        if login.settings.nullok, login.known, !preflight.hasTokens, !preflight.push, !preflight.fido {
-            session.debugLog("user \(login.shownUser) has no token (validator); nullok: ignoring")
+        // Holding, not using (docs/security.md): only a user who holds no factor at all is
+        // skipped; a blocked device, pushes blocked or left out by a policy, a cloned key keep
+        // the user a holder, prompted and refused.
+        if login.settings.nullok, login.known, !preflight.holdsFactor {
+            session.debugLog("user \(login.shownUser) holds no second factor (validator); nullok: ignoring")
             return .finish(PAM_IGNORE)
         }
-        // The user's methods as the validator's policy orders them, else this host's `methods=`
-        // (docs/configuration.md, "Login methods"): a security key first settles the login or
-        // hands over; push and passcodes share the prompt, each only if allowed.
-        let methods = preflight.methods ?? login.settings.methods ?? .standard
+        // The host decides what it trusts (docs/configuration.md, "Login methods"): the
+        // validator's order may only narrow this host's `methods=` (and validator_may=), never
+        // widen it. A security key first settles the login or hands over; push and passcodes
+        // share the prompt, each only if allowed.
+        var methods = hostMethods
+        if let offered = preflight.methods, let host = hostMethods {
+            let widened = offered.order.filter { !host.allows($0) }
+            if !widened.isEmpty {
+                session.log(.validatorWidensMethods, LOG_NOTICE, """
+                    the validator offered \(login.shownUser) \(widened.map { $0.rawValue }.joined(separator: ",")), which this host does not allow \
+                    (methods \(host.text)\(remote.validatorMay == .denyOnly ? ", validator_may=deny-only" : "")); not offered
+                    """)
+            }
+            methods = host.bounding(offered)
+        }
         var pushAllowed = false
         if preflight.noMethods {
             session.log(.validatorLeavesNoMethod, LOG_NOTICE, "the validator's policies leave \(login.shownUser) no login method; refusing")
-        } else {
+        } else if methods == nil {
+            session.log(.validatorLeavesNoMethod, LOG_NOTICE, """
+                no login method of \(login.shownUser) is left: the validator's (\(preflight.methods?.text ?? "default")) and this host's \
+                (methods \(login.settings.methods?.text ?? LoginMethods.standard.text), validator_may=\(remote.validatorMay.rawValue)) have none in common; refusing
+                """)
+        } else if let methods {
             methods: for method in methods.order {
                 switch method {
                 case .fido:
@@ -151,7 +170,35 @@ struct RemoteVerification: PasscodeCheck {
         }
         codeLength = lengths.filter { $0 > 0 }.max() ?? 6
         if preflight.push, pushAllowed { approvals = approvalChecker() }
+        if login.known, preflight.holdsFactor, approvals == nil, !(passcodesAllowed && preflight.hasTokens) {
+            session.log(.holderCannotUseFactor, LOG_NOTICE, """
+                \(login.shownUser) holds a second factor on the validator but none can be used now \
+                (\(Self.unusable(preflight, pushAllowed: pushAllowed, passcodesAllowed: passcodesAllowed))); prompting and refusing
+                """)
+        }
         return .ask
+    }
+
+    /// This host's methods: `methods=` (else the standard order) without what it cannot verify
+    /// itself under `validator_may=deny-only`. Nil when none is left.
+    private var hostMethods: LoginMethods? {
+        let validatorMay = remote.validatorMay
+        return (login.settings.methods ?? .standard).keeping { validatorMay.allows($0) }
+    }
+
+    /// Why a holder's factors cannot be used, as far as the preflight tells.
+    private static func unusable(_ preflight: PreflightAnswer, pushAllowed: Bool, passcodesAllowed: Bool) -> String {
+        var reasons: [String] = []
+        if !preflight.hasTokens { reasons.append("no active token") } else if !passcodesAllowed { reasons.append("passcodes not among the methods") }
+        if !preflight.push {
+            reasons.append("no push: no active device, pushes blocked (deny --fraud) or push left out by a policy")
+        } else if !pushAllowed {
+            reasons.append("push not among the methods")
+        } else {
+            reasons.append("push cannot be offered on this host (device_ca unusable, forward_pass or use_first_pass)")
+        }
+        if preflight.fido { reasons.append("security key declined or unusable") }
+        return reasons.joined(separator: "; ")
     }
 
     /// How this host checks approvals, when it may offer a push: like an OCRA challenge, only
@@ -261,7 +308,11 @@ struct RemoteVerification: PasscodeCheck {
     private mutating func verification(_ input: UnsafeBufferPointer<UInt8>, countsFailure: Bool, pushID: String? = nil) -> StepOutcome {
         guard let client, let offline else { return .finished(PAM_AUTH_ERR) }
         guard passcodesAllowed else {
-            session.log(.passcodeNotAllowed, LOG_NOTICE, "rejected a passcode for \(login.shownUser): otp is not among the user's login methods")
+            if remote.validatorMay == .denyOnly {
+                session.log(.notVerifiedByHost, LOG_NOTICE, "rejected a passcode for \(login.shownUser), not sent: validator_may=deny-only takes only device approvals")
+            } else {
+                session.log(.passcodeNotAllowed, LOG_NOTICE, "rejected a passcode for \(login.shownUser): otp is not among the user's login methods")
+            }
             return .finished(PAM_AUTH_ERR)
         }
         if offlineOnly { return .finished(checkOffline(input, offline, countsFailure: countsFailure)) }

@@ -24,6 +24,11 @@ struct PreflightAnswer {
     /// standard order). An empty list (policies with no method in common) is `noMethods`.
     let methods: LoginMethods?
     let noMethods: Bool
+    /// The user holds a second factor on the validator, usable now or not (`holds_factor`:
+    /// a blocked device or a cloned key too). `nullok` asks only this. Never less than what
+    /// `has_tokens`, `push` and `fido` say, so a validator that does not send the field (older
+    /// versions) keeps the rule of those.
+    let holdsFactor: Bool
 
     init?(_ json: JSONValue) {
         guard let hasTokens = json["has_tokens"]?.bool, let digits = json["code_digits"]?.array else { return nil }
@@ -55,6 +60,13 @@ struct PreflightAnswer {
         case .bool(let value)?: fido = value
         default: return nil
         }
+        let holds: Bool
+        switch json["holds_factor"] {
+        case nil, .null?: holds = false
+        case .bool(let value)?: holds = value
+        default: return nil
+        }
+        holdsFactor = holds || hasTokens || push || fido
         switch json["methods"] {
         case nil, .null?:
             methods = nil

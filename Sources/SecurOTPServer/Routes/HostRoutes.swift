@@ -18,7 +18,7 @@ struct HostRoutes {
 
     /// The preflight answer for a user the host may not verify: an enrolled user's, so that
     /// the prompt is the same (nullok never skips it; forward_pass sends 6 trailing digits).
-    static let outOfScopePreflight = PreflightResponse(hasTokens: true, codeDigits: [6])
+    static let outOfScopePreflight = PreflightResponse(hasTokens: true, codeDigits: [6], holdsFactor: true)
     /// The verification answer for such a user: a plain rejection, as for a wrong code.
     static let outOfScopeRejection = VerifyResponse(result: .reject, reason: outOfScopeReason)
     static let outOfScopeReason = "user outside the host's users and groups"

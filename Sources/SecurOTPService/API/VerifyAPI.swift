@@ -35,9 +35,15 @@ public struct PreflightResponse: Codable, Sendable, Equatable {
     /// The user's login methods in order (`fido`, `push`, `otp`) when a policy or `methods=`
     /// on the validator sets them (docs/configuration.md, "Login methods"); absent: the host's default.
     public var methods: [String]?
+    /// Whether the user holds a second factor at all, usable now or not (`Store.holdsFactor`):
+    /// an active token, a FIDO credential in any state, a device in any state but pending. A
+    /// host's `nullok` asks this, never `has_tokens`, `push` or `fido` (which say what can be
+    /// used now). Absent from older validators; a host then keeps the rule of those fields.
+    public var holdsFactor: Bool?
 
     public init(hasTokens: Bool, ocraChallenge: OCRAChallengeOffer? = nil, codeDigits: [Int], push: Bool? = nil, fido: Bool? = nil,
-                methods: [String]? = nil) {
+                methods: [String]? = nil, holdsFactor: Bool? = nil) {
+        self.holdsFactor = holdsFactor
         self.hasTokens = hasTokens
         self.ocraChallenge = ocraChallenge
         self.codeDigits = codeDigits

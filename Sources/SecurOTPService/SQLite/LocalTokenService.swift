@@ -76,6 +76,8 @@ public final class LocalTokenService: TokenService {
             // never let through by `nullok`.
             if try !store.fidoCredentials(user: user).isEmpty { response.fido = true }
             response.methods = MethodRules.preflightMethods(methods)
+            // Holding, not using: a blocked device or a cloned key keeps the user a holder.
+            response.holdsFactor = try store.holdsFactor(user: user)
             return response
         }
     }
