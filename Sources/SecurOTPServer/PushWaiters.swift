@@ -35,12 +35,12 @@ public actor PushWaiters {
 
     public let capacity: Int
     /// Device waits held at most: half the capacity (at least one).
-    public let deviceShare: Int
+    public nonisolated let deviceShare: Int
     public static let perDevice = 4
     public static let perUser = 16
     /// One address's device waits: a quarter of the device share (phones behind one NAT or
     /// proxy share it), at least `perUser`.
-    public let perAddress: Int
+    public nonisolated let perAddress: Int
     private var keys: [String: Set<Int>] = [:]
     private var keyOfTicket: [Int: String] = [:]
     private var ownerOfTicket: [Int: WaitOwner] = [:]
