@@ -63,14 +63,15 @@ struct PushLimitsAPITests {
             let expiring = try await open()
             #expect(try stored(replaced) == "|||cancelled")
             // Expired without anyone asking: the sweep ends it.
-            _ = try PushAPITests.sql(fixture, "UPDATE push_requests SET expires = 1000 WHERE id = '\(expiring)'")
+            let expired = Int64(Date().timeIntervalSince1970) - 10
+            _ = try PushAPITests.sql(fixture, "UPDATE push_requests SET expires = \(expired) WHERE id = '\(expiring)'")
             let upkeep = try #require(fixture.service as? any PushUpkeep)
-            #expect(try await upkeep.sweepPushRequests(now: Int64(Date().timeIntervalSince1970)) == 1)
+            #expect(try await upkeep.sweepPushRequests(now: expired + 10) == 1)
             #expect(try stored(expiring) == "|||expired")
             let wait = try await client.call(.post, "/v1/push/wait", ["id": expiring, "wait": 1], bearer: fixture.host)
             #expect(wait.string("state") == "expired", "\(wait.text)")
             // A day past its expiry the row goes.
-            _ = try await upkeep.sweepPushRequests(now: 1000 + PushUpkeepRules.keptSeconds + 1)
+            _ = try await upkeep.sweepPushRequests(now: expired + PushUpkeepRules.keptSeconds + 1)
             #expect(try stored(expiring) == "")
         }
     }
