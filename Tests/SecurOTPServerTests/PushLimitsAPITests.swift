@@ -134,11 +134,12 @@ struct PushLimitsAPITests {
 
     @Test("Device routes are rate-limited per device, as host routes are per host", arguments: Backend.allCases)
     func deviceRoutesHaveARate(_ backend: Backend) async throws {
-        let fixture = try await ValidatorFixture.make(backend) { $0.deviceRequestsPerMinute = 3 }
+        // One a minute: the test's own slowness on loaded cores cannot refill the bucket.
+        let fixture = try await ValidatorFixture.make(backend) { $0.deviceRequestsPerMinute = 1 }
         try await fixture.withClient { client in
             let device = try await PushAPITests.enrollDevice(client, fixture, "alice")
             let other = try await PushAPITests.enrollDevice(client, fixture, "bob")
-            for _ in 1...3 { #expect(try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: device.credential).status == 200) }
+            #expect(try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: device.credential).status == 200)
             let limited = try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: device.credential)
             #expect(limited.status == 429 && limited.errorCode == "rate_limited", "\(limited.text)")
             #expect(try await client.call(.post, "/v1/device/requests", ["wait": 1], bearer: other.credential).status == 200, "per device")
