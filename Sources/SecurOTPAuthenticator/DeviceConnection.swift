@@ -101,6 +101,8 @@ public struct DeviceConnection: Sendable {
         switch status {
         case 401, 403: .refused
         case 404: .notFound
+        // Over the device's rate or its share of waits (docs/push.md, "Limits are rates"): try later.
+        case 429: .unavailable
         default: status >= 500 ? .unavailable : .invalidInput
         }
     }

@@ -197,6 +197,32 @@ enum PostgresSchema {
             methods TEXT NOT NULL
         )
         """],
+        // 9: limits are rates, as the SQLite store's schema 10 (issue 25; docs/push.md, "Limits
+        // are rates"): `counted_until` (PushRate) replaces the latch `since_success` (no longer
+        // read); a request's context is blanked as it leaves `pending` (a BEFORE trigger, so the
+        // statement that moves it, on any node, stores no context), and pending requests past
+        // their expiry are found by the partial index for the sweep (PushUpkeep).
+        ["ALTER TABLE push_users ADD COLUMN counted_until BIGINT NOT NULL DEFAULT 0",
+         "CREATE INDEX push_requests_pending ON push_requests (expires) WHERE state = 'pending'",
+         """
+         CREATE FUNCTION securotp_push_context_ends() RETURNS trigger LANGUAGE plpgsql AS $$
+         BEGIN
+             IF NEW.state <> 'pending' THEN
+                 NEW.remote_address := '';
+                 NEW.tty := '';
+                 NEW.command := '';
+             END IF;
+             RETURN NEW;
+         END $$
+         """,
+         """
+         CREATE TRIGGER push_requests_context_ends BEFORE UPDATE OF state ON push_requests
+         FOR EACH ROW EXECUTE FUNCTION securotp_push_context_ends()
+         """,
+         """
+         UPDATE push_requests SET remote_address = '', tty = '', command = ''
+         WHERE state <> 'pending' AND (remote_address <> '' OR tty <> '' OR command <> '')
+         """],
     ]
 
     private static func statements(_ script: String) -> [String] {

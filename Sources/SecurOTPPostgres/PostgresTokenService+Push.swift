@@ -10,7 +10,7 @@ import SecurOTPStore
 /// (`UPDATE … WHERE state = 'pending' … RETURNING`): whichever node runs it first wins, and an
 /// approval is handed out once. Each state change also sends `NOTIFY securotp_push` with the key
 /// of the waits it ends, delivered at commit to every node (PushChangeFeed).
-extension PostgresTokenService: DeviceService, PushChangeFeed {
+extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
     static let unknownDevice = PushDecisions.unknownDevice
     static let pushChannel = "securotp_push"
 
@@ -77,10 +77,10 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
     static func requestKey(_ id: String) -> String { PushChangeKeys.request(id) }
     static func userKey(_ user: String) -> String { PushChangeKeys.user(user) }
 
-    func pushUser(_ user: String, _ connection: PostgresConnection) async throws -> (blocked: Bool, sinceSuccess: Int) {
-        for try await (blocked, since) in try await connection.query(
-            "SELECT blocked, since_success FROM push_users WHERE \"user\" = \(user)", logger: logger).decode((Bool, Int64).self) {
-            return (blocked, Int(clamping: since))
+    func pushUser(_ user: String, _ connection: PostgresConnection) async throws -> (blocked: Bool, countedUntil: Int64) {
+        for try await (blocked, countedUntil) in try await connection.query(
+            "SELECT blocked, counted_until FROM push_users WHERE \"user\" = \(user)", logger: logger).decode((Bool, Int64).self) {
+            return (blocked, countedUntil)
         }
         return (false, 0)
     }
@@ -92,6 +92,22 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             SELECT 1 FROM tokens WHERE "user" = \(user) AND (state = 'active' OR kind = 'fido')
             UNION ALL SELECT 1 FROM devices WHERE "user" = \(user) AND state <> 'pending' LIMIT 1
             """, connection)
+    }
+
+    /// A successful login clears the requests counted against push_limit (PushRate).
+    func resetPushCount(_ user: String, _ connection: PostgresConnection) async throws {
+        try await connection.query("UPDATE push_users SET counted_until = 0 WHERE \"user\" = \(user) AND counted_until <> 0", logger: logger)
+    }
+
+    /// PushUpkeep's sweep: ends pending requests past their expiry (the schema's trigger blanks
+    /// their context) and deletes requests a day past it.
+    func sweepPushRequests(now: Int64, _ connection: PostgresConnection) async throws -> Int {
+        var ended = 0
+        for try await _ in try await connection.query(
+            "UPDATE push_requests SET state = 'expired' WHERE state = 'pending' AND expires <= \(now) RETURNING 1", logger: logger) { ended += 1 }
+        // Kept a day for the record (without their context; the audit log keeps what happened).
+        try await connection.query("DELETE FROM push_requests WHERE expires < \(now - PushUpkeepRules.keptSeconds)", logger: logger)
+        return ended
     }
 
     func hasActiveDevice(_ user: String, _ connection: PostgresConnection) async throws -> Bool {
@@ -215,11 +231,9 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 UPDATE devices SET activation_hash = NULL WHERE activation_hash = \(Self.bytea(PushRules.codeHash(normalized))) AND state = 'pending'
                 RETURNING \(unescaped: Self.deviceColumns)
                 """, logger: self.logger) { taken = try Self.deviceRow(row) }
-            guard let row = taken else {
-                try await self.append(AuditEntry(time: now, actorKind: "device", actor: "", address: address, action: "device activate",
-                                                 user: "", serial: "", result: "denied", detail: "unknown or used activation code"), connection)
-                return .failure(refused)
-            }
+            // A code that names no device is audited by securotpd in aggregate (AnonymousMisses),
+            // not as a row each: anyone can send them.
+            guard let row = taken else { return .failure(refused) }
             guard row.activationExpires > now else {
                 try await self.append(AuditEntry(time: now, actorKind: "device", actor: row.id, address: address, action: "device activate",
                                                  user: row.user, serial: row.id, result: "denied", detail: "activation code expired"), connection)
@@ -422,7 +436,8 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             // The limit counts across nodes: one open at a time per user.
             try await self.lock(user, connection)
             let state = try await self.pushUser(user, connection)
-            if let refusal = PushDecisions.openRefusal(user: user, blocked: state.blocked, sinceSuccess: state.sinceSuccess,
+            let admission = PushRate(policy).admit(countedUntil: state.countedUntil, now: now)
+            if let refusal = PushDecisions.openRefusal(user: user, blocked: state.blocked, admission: admission,
                                                        locked: try await self.failures(user, connection).isLocked(at: now), policy: policy) {
                 return try await refuse(refusal.reason, refusal.message)
             }
@@ -430,17 +445,21 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             for try await previous in try await connection.query("""
                 UPDATE push_requests SET state = 'cancelled' WHERE "user" = \(user) AND host = \(caller.name) AND state = 'pending' RETURNING id
                 """, logger: self.logger).decode(String.self) { cancelled.append(previous) }
-            // Requests are kept a day for the record (the audit log keeps what happened).
-            try await connection.query("DELETE FROM push_requests WHERE expires < \(now - 86_400)", logger: self.logger)
+            // Requests are kept a day past their expiry (the sweep; the audit log keeps what
+            // happened). Ending expired ones is the sweep's alone: done here, under the user's
+            // lock, two nodes' openings could update other users' rows in opposite orders.
+            try await connection.query("DELETE FROM push_requests WHERE expires < \(now - PushUpkeepRules.keptSeconds)", logger: self.logger)
             let expires = now + policy.requestLifetime
             try await connection.query("""
                 INSERT INTO push_requests (id, "user", host, service, remote_address, tty, command, nonce, number, created, expires, state)
                 VALUES (\(id), \(user), \(caller.name), \(service), \(remote), \(tty), \(command), \(nonce), \(number), \(now), \(expires), 'pending')
                 """, logger: self.logger)
-            try await connection.query("""
-                INSERT INTO push_users ("user", since_success) VALUES (\(user), 1)
-                ON CONFLICT ("user") DO UPDATE SET since_success = push_users.since_success + 1
-                """, logger: self.logger)
+            if case .allowed(let countedUntil) = admission {
+                try await connection.query("""
+                    INSERT INTO push_users ("user", counted_until) VALUES (\(user), \(countedUntil))
+                    ON CONFLICT ("user") DO UPDATE SET counted_until = excluded.counted_until
+                    """, logger: self.logger)
+            }
             try await self.append(AuditEntry(caller, "push", user: user, serial: id, result: "ok",
                                              detail: PushDecisions.openedDetail(service: service, cancelledEarlier: !cancelled.isEmpty), time: now),
                                   connection)
@@ -495,7 +514,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 throw ServiceError(.invalidInput, PushDecisions.noResultAwaited(row))
             }
             if request.accepted {
-                try await connection.query("UPDATE push_users SET since_success = 0 WHERE \"user\" = \(row.user)", logger: self.logger)
+                try await self.resetPushCount(row.user, connection)
                 try await self.lock(row.user, connection)
                 let state = try await self.failures(row.user, connection)
                 if state != .clear { try await self.apply([.clearFailures(key: row.user, expected: state)], connection) }
@@ -557,7 +576,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
                 WHERE id = \(row.id) AND state = 'pending' RETURNING 1
                 """, connection) else { return nil }
             try await connection.query("UPDATE devices SET last_used = \(now) WHERE id = \(device)", logger: self.logger)
-            try await connection.query("UPDATE push_users SET since_success = 0 WHERE \"user\" = \(user)", logger: self.logger)
+            try await self.resetPushCount(user, connection)
             try await self.lock(user, connection)
             let state = try await self.failures(user, connection)
             if state != .clear { try await self.apply([.clearFailures(key: user, expected: state)], connection) }
@@ -566,6 +585,17 @@ extension PostgresTokenService: DeviceService, PushChangeFeed {
             try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
             return PushRules.offlineAccepted(device: device)
         }
+    }
+
+    // MARK: upkeep (PushUpkeep)
+
+    public func loginSucceeded(user: String) async throws(ServiceError) {
+        let user = try RequestRules.user(user)
+        try await run("clearing the push limit") { connection in try await self.resetPushCount(user, connection) }
+    }
+
+    public func sweepPushRequests(now: Int64) async throws(ServiceError) -> Int {
+        try await run("sweeping push requests") { connection in try await self.sweepPushRequests(now: now, connection) }
     }
 
     // MARK: the change feed

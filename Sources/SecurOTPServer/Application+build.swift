@@ -15,8 +15,11 @@ public func buildApplication(configuration: DaemonConfiguration, service: any To
                              onServerRunning: @escaping @Sendable (_ boundAddress: String) async -> Void = { _ in })
     throws -> some ApplicationProtocol {
     let polls = LongPolls()
-    let router = buildRouter(configuration: configuration, service: service, metrics: metrics, polls: polls, logger: logger)
-    var services: [any Service] = [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger)]
+    let misses = AnonymousMisses()
+    let router = buildRouter(configuration: configuration, service: service, metrics: metrics, polls: polls, misses: misses, logger: logger)
+    var services: [any Service] = [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger),
+                                   AnonymousMissesFlusher(misses: misses, service: service)]
+    if let upkeep = service as? any PushUpkeep { services.append(PushSweeper(upkeep: upkeep, logger: logger)) }
     if let listen = configuration.servedMetricsListen {
         services.append(Application(router: buildMetricsRouter(metrics), configuration: .init(address: bindAddress(listen), serverName: "securotpd"),
                                     onServerRunning: { channel in
@@ -61,12 +64,13 @@ public func buildRouter(configuration: DaemonConfiguration, service: any TokenSe
 }
 
 func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics,
-                 waiters: PushWaiters? = nil, polls: LongPolls = LongPolls(), logger: Logger = Logger(label: "securotpd")) -> Router<ValidatorRequestContext> {
+                 waiters: PushWaiters? = nil, polls: LongPolls = LongPolls(), misses: AnonymousMisses = AnonymousMisses(),
+                 logger: Logger = Logger(label: "securotpd")) -> Router<ValidatorRequestContext> {
     let waiters = waiters ?? PushWaiters(capacity: configuration.maxPushWaiters)
     // Nodes sharing a database end each other's waits (PushChangeFeed).
     (service as? any PushChangeFeed)?.followPushChanges { key in await waiters.notify(key) }
     let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute,
-                            addressPerMinute: configuration.webRequestsPerMinute)
+                            addressPerMinute: configuration.webRequestsPerMinute, devicePerMinute: configuration.deviceRequestsPerMinute)
     let router = Router(context: ValidatorRequestContext.self)
     router.add(middleware: AccessLog(metrics: metrics, polls: polls))
     router.add(middleware: ErrorEnvelopeMiddleware())
@@ -78,13 +82,14 @@ func buildRouter(configuration: DaemonConfiguration, service: any TokenService, 
         .add(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)).add(middleware: Authenticate(service: service, kind: .host, limits: limits, metrics: metrics)))
     AdminRoutes(service: service, push: push)
         .add(to: router.group("v1").add(middleware: Authenticate(service: service, kind: .admin, limits: limits, metrics: metrics)))
-    push.addActivation(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host)))
+    push.addActivation(to: router.group("v1").add(middleware: AddressRateLimit(limits: limits, metrics: metrics))
+        .add(middleware: BodyLimit(bytes: BodyLimit.host)), misses: misses)
     WebRoutes(devices: service as? any WebDeviceService)
         .add(to: router.group("v1").add(middleware: AddressRateLimit(limits: limits, metrics: metrics)).add(middleware: BodyLimit(bytes: BodyLimit.host))
             .add(middleware: OriginCheck(publicURL: configuration.push.publicURL)))
     push.addDevice(to: router.group("v1").add(middleware: BodyLimit(bytes: BodyLimit.host))
         .add(middleware: OriginCheck(publicURL: configuration.push.publicURL))
-        .add(middleware: DeviceAuthenticate(devices: service as? any DeviceService, metrics: metrics)))
+        .add(middleware: DeviceAuthenticate(devices: service as? any DeviceService, limits: limits, metrics: metrics)))
     return router
 }
 

@@ -45,6 +45,9 @@ public struct DaemonConfiguration: Sendable {
     /// `rate_limit_web`: requests per minute per client address on the routes without a
     /// credential (`/v1/web/*`); 0 turns it off.
     public var webRequestsPerMinute = 60
+    /// `rate_limit_device`: requests per minute per device credential (or phone session) on
+    /// the device routes (`/v1/device/*`); 0 turns it off.
+    public var deviceRequestsPerMinute = 60
     /// `metrics = no` turns Prometheus metrics off wherever `metrics_listen` points.
     public var metrics = true
     /// Where `/metrics` is served (plain HTTP, no credential): a listener of its own, loopback
@@ -56,7 +59,7 @@ public struct DaemonConfiguration: Sendable {
     /// node on the same machine starts (metricsListenInUse).
     public private(set) var metricsListenGiven = false
     public var auditRetentionDays = 365
-    /// Push approval (docs/push.md): `push_limit`, `push_lifetime`, `activation_lifetime`,
+    /// Push approval (docs/push.md): `push_limit`, `push_limit_interval`, `push_lifetime`, `activation_lifetime`,
     /// `device_pin`, `device_pin_min`, `device_pin_max`.
     public var push = PushPolicy()
     /// `push_waiters`: long-polls (hosts' and devices') held at once at most.
@@ -79,7 +82,8 @@ public struct DaemonConfiguration: Sendable {
     public static let keys: [String] = ["listen", "tls_cert", "tls_key", "tls_client_ca", "state_dir", "database", "rate_limit_host",
                                         "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level",
                                         "push_limit", "push_lifetime", "activation_lifetime", "device_pin", "device_pin_min", "device_pin_max",
-                                        "push_waiters", "idle_timeout", "push_hook_url", "push_hook_command", "public_url", "rate_limit_web"] + storeKeys.sorted()
+                                        "push_waiters", "idle_timeout", "push_hook_url", "push_hook_command", "public_url", "rate_limit_web",
+                                        "push_limit_interval", "rate_limit_device"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {
@@ -114,6 +118,7 @@ public struct DaemonConfiguration: Sendable {
         case "rate_limit_host": hostRequestsPerSecond = try integer(0...1_000_000)
         case "rate_limit_user": userVerificationsPerMinute = try integer(0...100_000)
         case "rate_limit_web": webRequestsPerMinute = try integer(0...100_000)
+        case "rate_limit_device": deviceRequestsPerMinute = try integer(0...100_000)
         case "metrics":
             switch value.lowercased() {
             case "yes", "true", "on", "1": metrics = true
@@ -130,6 +135,7 @@ public struct DaemonConfiguration: Sendable {
             }
         case "audit_retention_days": auditRetentionDays = try integer(0...36_500)
         case "push_limit": push.limit = try integer(0...1000)
+        case "push_limit_interval": push.limitInterval = Int64(try integer(30...3600))
         case "push_lifetime": push.requestLifetime = Int64(try integer(10...600))
         case "activation_lifetime": push.activationLifetime = Int64(try integer(60...604_800))
         case "device_pin":

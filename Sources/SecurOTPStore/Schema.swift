@@ -194,6 +194,23 @@ enum Schema {
         """
         CREATE UNIQUE INDEX web_devices_by_credential ON web_devices(credential_id);
         """,
+        // 10: limits are rates (issue 25; docs/push.md, "Limits are rates"). `counted_until`:
+        // when the requests counted against `push_limit` will have decayed (PushRate);
+        // `since_success`, the count it replaces, is no longer read. A request's context
+        // (remote address, tty, sudo's command line) lives only while the request is pending:
+        // the trigger blanks it as the request leaves `pending`, whatever moves it, and the
+        // sweep (PushUpkeep) ends pending requests past their expiry, found by the partial index.
+        """
+        ALTER TABLE push_users ADD COLUMN counted_until INTEGER NOT NULL DEFAULT 0;
+        CREATE INDEX push_requests_pending ON push_requests(expires) WHERE state = 'pending';
+        CREATE TRIGGER push_requests_context_ends AFTER UPDATE OF state ON push_requests
+        WHEN NEW.state <> 'pending' AND (NEW.remote_address <> '' OR NEW.tty <> '' OR NEW.command <> '')
+        BEGIN
+            UPDATE push_requests SET remote_address = '', tty = '', command = '' WHERE id = NEW.id;
+        END;
+        UPDATE push_requests SET remote_address = '', tty = '', command = ''
+        WHERE state <> 'pending' AND (remote_address <> '' OR tty <> '' OR command <> '');
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

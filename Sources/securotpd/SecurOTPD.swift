@@ -25,7 +25,9 @@ struct SecurOTPD: AsyncParsableCommand {
 
         Several nodes share one PostgreSQL database: --database postgres://user:password@db/securotp (every node needs the same key file). See docs/validator.md.
 
-        Idle connections: one with no request in progress (before its first, between requests, or sending one too slowly) is closed after idle_timeout seconds (default 60, 1-3600), and so is one whose request body is not in within that time of its head; a waiting long-poll counts as in progress. For clients that keep connections open longer: idle_timeout = 300 in securotpd.conf, or SECUROTPD_IDLE_TIMEOUT=300. Every setting: securotpd(8).
+        Idle connections: one with no request in progress (before its first, between requests, or sending one too slowly) is closed after idle_timeout seconds (default 60, 1-3600), and so is one whose request body is not in within that time of its head; a waiting long-poll counts as in progress. For clients that keep connections open longer: idle_timeout = 300 in securotpd.conf, or SECUROTPD_IDLE_TIMEOUT=300.
+
+        Limits are rates: push_limit (default 5) push requests are counted per user, each for push_limit_interval seconds (default 60, 30-3600) after the one before, and any successful login clears them; devices' requests are limited per device (rate_limit_device, default 60 a minute) and their long-polls to half of push_waiters (4 per device); device activation, which takes no credential, per client address (rate_limit_web). Every setting: securotpd(8).
         """,
         version: SecurOTPVersion.string
     )

@@ -64,11 +64,56 @@ struct PushDecisionsTests {
     @Test("Opening: fraud block first, then push_limit, then lockout")
     func openRefusals() {
         let policy = PushPolicy()
-        #expect(PushDecisions.openRefusal(user: "alice", blocked: true, sinceSuccess: 99, locked: true, policy: policy)?.reason == "pushes blocked (deny --fraud)")
-        #expect(PushDecisions.openRefusal(user: "alice", blocked: false, sinceSuccess: policy.limit, locked: true, policy: policy)?.reason
+        let refused = PushRate.Admission.refused(retryAfter: 30), allowed = PushRate.Admission.allowed(countedUntil: 60)
+        #expect(PushDecisions.openRefusal(user: "alice", blocked: true, admission: refused, locked: true, policy: policy)?.reason == "pushes blocked (deny --fraud)")
+        #expect(PushDecisions.openRefusal(user: "alice", blocked: false, admission: refused, locked: true, policy: policy)?.reason
             == "push_limit \(policy.limit) reached")
-        #expect(PushDecisions.openRefusal(user: "alice", blocked: false, sinceSuccess: 0, locked: true, policy: policy)?.reason == "user locked")
-        #expect(PushDecisions.openRefusal(user: "alice", blocked: false, sinceSuccess: policy.limit - 1, locked: false, policy: policy) == nil)
+        #expect(PushDecisions.openRefusal(user: "alice", blocked: false, admission: allowed, locked: true, policy: policy)?.reason == "user locked")
+        #expect(PushDecisions.openRefusal(user: "alice", blocked: false, admission: allowed, locked: false, policy: policy) == nil)
+    }
+
+    /// issue 25, item 5: `push_limit` was a latch (only a push success or an admin reset it).
+    @Test("push_limit is a rate: a burst of push_limit, then one more each push_limit_interval; refusals do not lengthen the wait")
+    func pushLimitIsARate() {
+        let rate = PushRate(limit: 3, interval: 60)
+        var until: Int64 = 0
+        var now: Int64 = 1_000_000
+        for _ in 1...3 {
+            guard case .allowed(let next) = rate.admit(countedUntil: until, now: now) else { Issue.record("the burst is allowed"); return }
+            until = next
+        }
+        #expect(rate.counted(countedUntil: until, now: now) == 3)
+        #expect(rate.admit(countedUntil: until, now: now) == .refused(retryAfter: 60))
+        // Refused requests are not counted: the wait stays what it was.
+        for _ in 1...100 { _ = rate.admit(countedUntil: until, now: now) }
+        now += 59
+        #expect(rate.admit(countedUntil: until, now: now) == .refused(retryAfter: 1))
+        now += 1
+        guard case .allowed(let after) = rate.admit(countedUntil: until, now: now) else { Issue.record("one decayed after 60 s"); return }
+        #expect(rate.admit(countedUntil: after, now: now) == .refused(retryAfter: 60))
+        // Quiet for limit × interval: the whole burst is back.
+        #expect(rate.counted(countedUntil: after, now: now + 180) == 0)
+        #expect(rate.admit(countedUntil: after, now: now + 180) == .allowed(countedUntil: now + 240))
+        // A cleared count (a successful login stores 0) allows at once.
+        #expect(rate.admit(countedUntil: 0, now: now) == .allowed(countedUntil: now + 60))
+        #expect(PushRate(limit: 0, interval: 60).admit(countedUntil: 5, now: now) == .allowed(countedUntil: 5), "0: no limit")
+    }
+
+    @Test("Never a lockout: whatever was counted, one more request is possible within push_limit_interval")
+    func pushLimitNeverLocksOut() {
+        for limit in [1, 2, 5, 100, 1000] {
+            for interval: Int64 in [30, 60, 3600] {
+                let rate = PushRate(limit: limit, interval: interval)
+                var until: Int64 = 0
+                let now: Int64 = 2_000_000
+                // Count as many as the rate takes at `now`, then some refused on top.
+                while case .allowed(let next) = rate.admit(countedUntil: until, now: now) { until = next }
+                guard case .refused(let wait) = rate.admit(countedUntil: until, now: now) else { Issue.record("full"); return }
+                #expect(wait > 0 && wait <= interval, "limit \(limit), interval \(interval): waits \(wait) s")
+                #expect(rate.admit(countedUntil: until, now: now + wait) != .refused(retryAfter: 0))
+                if case .refused = rate.admit(countedUntil: until, now: now + wait) { Issue.record("still refused after the wait") }
+            }
+        }
     }
 
     @Test("An approval is handed out once, and only while its device is the user's and active")

@@ -4,7 +4,8 @@ import SecurOTPCore
 import SecurOTPService
 
 /// Holds each client address to `rate_limit_web` requests per minute on the routes that take
-/// no credential (`/v1/web/*`, docs/push.md "Phones without an app"). The address is the
+/// no credential (`/v1/web/*`, docs/push.md "Phones without an app"; `/v1/devices/activate`,
+/// "Limits are rates"), one bucket per address for all of them. The address is the
 /// connection's peer: securotpd trusts no forwarding header, so behind a reverse proxy every
 /// phone shares the proxy's bucket (docs/validator.md).
 struct AddressRateLimit: RouterMiddleware {
@@ -20,7 +21,7 @@ struct AddressRateLimit: RouterMiddleware {
             return try await next(request, context)
         case .refusedFirst:
             // Once per run of refusals, so a flood does not flood the log too.
-            context.logger.warning("address over the web rate limit; refusing its /v1/web requests with 429 until it slows down",
+            context.logger.warning("address over the web rate limit; refusing its requests without a credential with 429 until it slows down",
                                    metadata: ["peer": "\(TerminalText.bounded(key, maxBytes: 64))", "path": "\(TerminalText.bounded(request.uri.path, maxBytes: 64))",
                                               "limit_per_minute": "\(Int(limits.addressRate * 60))", "setting": "rate_limit_web"])
         case .refused:

@@ -1,7 +1,8 @@
 import Foundation
 
-/// Token buckets per host (requests per second), per user (verifications per minute) and per
-/// client address (unauthenticated `/v1/web/*` requests per minute), in this node's memory.
+/// Token buckets per host (requests per second), per user (verifications per minute), per
+/// device (requests per minute) and per client address (requests per minute on the routes
+/// without a credential: `/v1/web/*`, `/v1/devices/activate`), in this node's memory.
 /// They bound what one host, one attack on one user or one address can cost; the lockout
 /// after repeated failures (in the store) is what stops guessing.
 final class RateLimits: @unchecked Sendable {
@@ -43,9 +44,13 @@ final class RateLimits: @unchecked Sendable {
     /// Address keys in the order their buckets were made, oldest first.
     private var addressOrder: [String] = []
 
-    init(hostPerSecond: Int, userPerMinute: Int, addressPerMinute: Int = 0, addressCapacity: Int = 50_000,
+    /// Per second (`rate_limit_device` is per minute); 0 turns the limit off.
+    let deviceRate: Double
+
+    init(hostPerSecond: Int, userPerMinute: Int, addressPerMinute: Int = 0, devicePerMinute: Int = 0, addressCapacity: Int = 50_000,
          clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) {
         hostRate = Double(hostPerSecond)
+        deviceRate = Double(devicePerMinute) / 60
         userRate = Double(userPerMinute) / 60
         addressRate = Double(addressPerMinute) / 60
         self.addressCapacity = max(4, addressCapacity)
@@ -60,6 +65,12 @@ final class RateLimits: @unchecked Sendable {
     /// Bursts of the whole per-minute allowance are allowed.
     func allowUser(_ user: String) -> Bool {
         userRate <= 0 || take("u\u{0}" + user, rate: userRate, burst: max(1, userRate * 60))
+    }
+
+    /// A device's requests (`rate_limit_device` per minute): bursts of the whole per-minute
+    /// allowance are allowed.
+    func allowDevice(_ device: String) -> Bool {
+        deviceRate <= 0 || take("d\u{0}" + device, rate: deviceRate, burst: max(1, deviceRate * 60))
     }
 
     /// Bursts of the whole per-minute allowance are allowed. `address` is a bucket key

@@ -40,14 +40,16 @@ struct HostRoutes {
         group.post("verify") { request, context in
             let body = try await request.decode(as: VerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "verify", countsAgainstUser: true)
-            guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
+            guard allowed else { return JSONResponse(await counted(try await outOfScope(body.user, caller: caller), user: body.user, context: context)) }
             // docs/push.md, "Offline approval": the push prompt's answer is first the request's
             // offline response; if not, the request is cancelled and the answer is a passcode.
             // An offline response is typed like a passcode: only for a user who may use otp
             // (else the passcode verification below refuses it as for a user without a token).
             if let pushID = body.pushId {
                 if try await service.methodCheck(.otp, user: body.user, caller: caller, action: "push offline").refusal == nil {
-                    if let accepted = try await push.verifyOffline(body, caller: caller) { return JSONResponse(counted(accepted)) }
+                    if let accepted = try await push.verifyOffline(body, caller: caller) {
+                        return JSONResponse(await counted(accepted, user: body.user, context: context))
+                    }
                 } else {
                     // Withdrawn all the same (as verifyOffline would), so that it cannot be
                     // approved later on the phone; an unknown id changes nothing here either.
@@ -56,13 +58,13 @@ struct HostRoutes {
             }
             // The store checks otp against the user's methods itself (MethodRules), in the
             // verification's own read.
-            return JSONResponse(counted(try await service.verify(body, caller: caller)))
+            return JSONResponse(await counted(try await service.verify(body, caller: caller), user: body.user, context: context))
         }
         group.post("verify/answer") { request, context in
             let body = try await request.decode(as: AnswerRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "answer", countsAgainstUser: true)
-            guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
-            return JSONResponse(counted(try await service.answer(body, caller: caller)))
+            guard allowed else { return JSONResponse(await counted(try await outOfScope(body.user, caller: caller), user: body.user, context: context)) }
+            return JSONResponse(await counted(try await service.answer(body, caller: caller), user: body.user, context: context))
         }
     }
 
@@ -115,14 +117,14 @@ struct HostRoutes {
         group.post("fido/verify") { request, context in
             let body = try await request.decode(as: FidoVerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "fido verify", countsAgainstUser: true)
-            guard allowed else { return JSONResponse(counted(try await outOfScope(body.user, caller: caller))) }
+            guard allowed else { return JSONResponse(await counted(try await outOfScope(body.user, caller: caller), user: body.user, context: context)) }
             // A challenge issued before fido left the user's methods is not taken: the answer
             // (and count) of an unknown challenge, as for a user without a key.
             var assertion = body
             if try await service.methodCheck(.fido, user: body.user, caller: caller, action: "fido verify").refusal != nil {
                 assertion.id = Self.noChallengeID
             }
-            return JSONResponse(counted(try await service.fidoVerify(assertion, caller: caller)))
+            return JSONResponse(await counted(try await service.fidoVerify(assertion, caller: caller), user: body.user, context: context))
         }
     }
 
@@ -175,9 +177,12 @@ struct HostRoutes {
         await service.record(AuditEntry(caller, action, user: user, result: result, detail: detail, time: Int64(Date.now.timeIntervalSince1970)))
     }
 
-    private func counted(_ response: VerifyResponse) -> VerifyResponse {
+    /// Every verification's answer passes here: counted in the metrics, and an accept clears
+    /// the user's push limit (any successful login does; PushRoutes.loginSucceeded).
+    private func counted(_ response: VerifyResponse, user: String, context: ValidatorRequestContext) async -> VerifyResponse {
         metrics.verification(response.result.rawValue)
         if response.outcome == .replayed { metrics.verification("replay") }
+        if response.result == .accept { await push.loginSucceeded(user: user, logger: context.logger) }
         return response
     }
 }

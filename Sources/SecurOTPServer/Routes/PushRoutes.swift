@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import SecurOTPService
 
 /// Push approval's routes (docs/push.md, "HTTP API"): hosts open and wait on requests, devices
@@ -29,11 +30,15 @@ struct PushRoutes {
 
     private static var now: Double { Date().timeIntervalSince1970 }
 
-    private func ticket(_ key: String) async throws(ServiceError) -> Int {
-        guard let ticket = await waiters.register(key) else {
+    private func ticket(_ key: String, owner: WaitOwner = .host) async throws(ServiceError) -> Int {
+        switch await waiters.register(key, owner: owner) {
+        case .success(let ticket):
+            return ticket
+        case .failure(.full):
             throw ServiceError(.unavailable, "too many waiting requests on this validator (\(waiters.capacity)); try again")
+        case .failure(.ownerFull(let why)):
+            throw ServiceError(.rateLimited, "\(why); wait for one to end")
         }
-        return ticket
     }
 
     // MARK: hosts (behind the host credential; HostRoutes checks the user's scope first)
@@ -95,13 +100,32 @@ struct PushRoutes {
         return accepted
     }
 
+    /// Any accepted host verification (a passcode, a security key, an offline response) clears
+    /// the user's requests counted against `push_limit` (PushUpkeep; a push's own success
+    /// clears them in its transaction). Best effort: the login is accepted either way.
+    func loginSucceeded(user: String, logger: Logger) async {
+        guard let upkeep = devices as? any PushUpkeep else { return }
+        do throws(ServiceError) {
+            try await upkeep.loginSucceeded(user: user)
+        } catch {
+            logger.warning("clearing the push limit after a login failed", metadata: ["error": "\(error.message)"])
+        }
+    }
+
     // MARK: devices
 
-    /// `POST /v1/devices/activate`: no credential (the activation code is one).
-    func addActivation(to group: RouterGroup<ValidatorRequestContext>) {
+    /// `POST /v1/devices/activate`: no credential (the activation code is one), so behind
+    /// AddressRateLimit. A refused code is counted in `misses`, which audits them per address
+    /// in aggregate (the store audits only a code that names a device, as an expired one).
+    func addActivation(to group: RouterGroup<ValidatorRequestContext>, misses: AnonymousMisses) {
         group.post("devices/activate") { request, context in
             let body = try await request.decode(as: DeviceActivationRequest.self, context: context)
-            return JSONResponse(try await service().activateDevice(body, address: context.peer))
+            do {
+                return JSONResponse(try await service().activateDevice(body, address: context.peer))
+            } catch let error as ServiceError where error.code == .unauthorized {
+                misses.record(address: AddressRateLimit.key(context.remoteAddress))
+                throw error
+            }
         }
     }
 
@@ -110,7 +134,9 @@ struct PushRoutes {
         group.post("device/requests") { request, context in
             let body = try await request.decode(as: DeviceWaitRequest.self, context: context)
             let caller = try context.requireCaller()
-            return try await pending(caller: caller, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known), context: context)
+            let owner = WaitOwner.device(id: caller.name, user: caller.users.first ?? "", address: AddressRateLimit.key(context.remoteAddress))
+            return try await pending(caller: caller, owner: owner, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known),
+                                     context: context)
         }
         group.post("device/answer") { request, context in
             let body = try await request.decode(as: DeviceAnswerRequest.self, context: context)
@@ -143,15 +169,18 @@ struct PushRoutes {
 
     /// The user's pending requests at once when they differ from `known`, else when they change
     /// (a request arrives, or one is answered, cancelled, superseded), or after `wait`.
-    private func pending(caller: Caller, wait: Double, known: Set<String>, context: ValidatorRequestContext) async throws -> Response {
+    private func pending(caller: Caller, owner: WaitOwner, wait: Double, known: Set<String>, context: ValidatorRequestContext) async throws -> Response {
         let deadline = Self.now + wait
-        return try await polls.answer(context: context, waiters: waiters) { try await pendingStep(caller: caller, deadline: deadline, known: known) }
+        return try await polls.answer(context: context, waiters: waiters) {
+            try await pendingStep(caller: caller, owner: owner, deadline: deadline, known: known)
+        }
     }
 
     /// One look at the user's pending requests: the list, or the ticket to wait on and for how long.
-    func pendingStep(caller: Caller, deadline: Double, known: Set<String>) async throws -> PollStep<DevicePushList> {
+    /// The ticket is the device's (`owner`): its waits are bounded per device, user and address.
+    func pendingStep(caller: Caller, owner: WaitOwner, deadline: Double, known: Set<String>) async throws -> PollStep<DevicePushList> {
         let devices = try service()
-        let ticket = try await ticket(PushWaiters.user(caller.users.first ?? ""))
+        let ticket = try await ticket(PushWaiters.user(caller.users.first ?? ""), owner: owner)
         let list: DevicePushList
         do { list = try await devices.pendingPushes(caller: caller) } catch {
             await waiters.finish(ticket)
@@ -205,6 +234,7 @@ struct DeviceAuthenticate: RouterMiddleware {
     typealias Context = ValidatorRequestContext
 
     let devices: (any DeviceService)?
+    let limits: RateLimits
     let metrics: ValidatorMetrics
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -226,6 +256,11 @@ struct DeviceAuthenticate: RouterMiddleware {
             metrics.authenticationFailures.increment()
             context.logger.notice("refused device credential", metadata: ["peer": "\(context.peer)", "path": "\(request.uri.path)"])
             throw error
+        }
+        // Held to its request rate, as a host is (Authenticate).
+        if !limits.allowDevice(caller.name) {
+            metrics.rateLimited.increment()
+            throw ServiceError(.rateLimited, "this device is over its request rate (rate_limit_device); slow down")
         }
         var context = context
         context.caller = caller

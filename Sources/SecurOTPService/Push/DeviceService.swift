@@ -13,7 +13,7 @@ public protocol DeviceService: Sendable {
     func removeDevice(user: String, device: String, caller: Caller) async throws(ServiceError)
     func unlockCode(user: String, device: String, caller: Caller) async throws(ServiceError) -> DeviceUnlockCode
     func setCertificate(user: String, device: String, _ request: DeviceCertificateRequest, caller: Caller) async throws(ServiceError)
-    /// Clears `deny --fraud` (and the count of requests since the last success).
+    /// Clears `deny --fraud` (and the requests counted against `push_limit`).
     func unblockPush(user: String, caller: Caller) async throws(ServiceError) -> PushUnblocked
 
     // MARK: devices
@@ -48,8 +48,12 @@ public protocol DeviceService: Sendable {
 
 /// The validator's push settings (securotpd.conf, docs/validator.md).
 public struct PushPolicy: Sendable, Equatable {
-    /// `push_limit`: requests since the last successful push at most (0: no limit).
+    /// `push_limit`: requests a user may have counted at once (0: no limit); each counts for
+    /// `limitInterval` seconds after the one before it, and any successful login clears them
+    /// (PushRate, docs/push.md "Limits are rates").
     public var limit = 5
+    /// `push_limit_interval`: seconds one counted request takes to decay (30–3600).
+    public var limitInterval: Int64 = 60
     /// `push_lifetime`: seconds a push request waits for an answer.
     public var requestLifetime: Int64 = 60
     /// `activation_lifetime`: seconds activation and unlock codes stay valid.

@@ -156,15 +156,17 @@ public enum PushDecisions {
     // MARK: a host's request
 
     /// Why a new request for `user` is refused (audit detail, message for a `conflict`), or nil.
-    /// Checked in this order after the user's active device: fraud block, `push_limit`, lockout.
-    public static func openRefusal(user: String, blocked: Bool, sinceSuccess: Int, locked: Bool, policy: PushPolicy) -> (reason: String, message: String)? {
+    /// Checked in this order after the user's active device: fraud block, `push_limit` (the
+    /// admission `PushRate.admit` made of the user's count), lockout.
+    public static func openRefusal(user: String, blocked: Bool, admission: PushRate.Admission, locked: Bool, policy: PushPolicy) -> (reason: String, message: String)? {
         if blocked {
             return ("pushes blocked (deny --fraud)",
                     "push approval is blocked for \(user) after a fraud report; an admin clears it: securotp device unblock-push \(user)")
         }
-        if policy.limit > 0, sinceSuccess >= policy.limit {
+        if case .refused(let retryAfter) = admission {
             return ("push_limit \(policy.limit) reached",
-                    "too many push requests for \(user) since the last successful one (push_limit \(policy.limit)); use a passcode")
+                    "too many push requests for \(user) without a successful login (push_limit \(policy.limit), one more every "
+                        + "\(policy.limitInterval) s); the next is possible in \(retryAfter) s; use a passcode")
         }
         if locked { return ("user locked", "\(user) is locked after repeated failures") }
         return nil

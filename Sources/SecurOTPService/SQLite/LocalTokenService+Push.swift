@@ -112,11 +112,9 @@ extension LocalTokenService: DeviceService {
         let outcome = try await runPush { (store, push, access) throws(ServiceError) -> Result<DeviceActivated, ServiceError> in
             let now = Self.now()
             return try Self.call { () throws(StoreError) -> Result<DeviceActivated, ServiceError> in
-                guard let row = try push.takeActivation(hash: PushRules.codeHash(normalized)) else {
-                    try access.append(AuditEntry(time: now, actorKind: "device", actor: "", address: address, action: "device activate",
-                                                 user: "", serial: "", result: "denied", detail: "unknown or used activation code"))
-                    return .failure(refused)
-                }
+                // A code that names no device is audited by securotpd in aggregate (AnonymousMisses),
+                // not as a row each: anyone can send them.
+                guard let row = try push.takeActivation(hash: PushRules.codeHash(normalized)) else { return .failure(refused) }
                 guard row.activationExpires > now else {
                     try access.append(AuditEntry(time: now, actorKind: "device", actor: row.id, address: address, action: "device activate",
                                                  user: row.user, serial: row.id, result: "denied", detail: "activation code expired"))
@@ -306,7 +304,8 @@ extension LocalTokenService: DeviceService {
                     return try refuse(refusal.reason, refusal.message)
                 }
                 let state = try push.pushUser(user)
-                if let refusal = PushDecisions.openRefusal(user: user, blocked: state.blocked, sinceSuccess: state.sinceSuccess,
+                let admission = PushRate(policy).admit(countedUntil: state.countedUntil, now: now)
+                if let refusal = PushDecisions.openRefusal(user: user, blocked: state.blocked, admission: admission,
                                                            locked: try store.userState(user).isLocked(at: now), policy: policy) {
                     return try refuse(refusal.reason, refusal.message)
                 }
@@ -315,7 +314,7 @@ extension LocalTokenService: DeviceService {
                                                 nonce: nonce, number: number, created: now, expires: now + policy.requestLifetime, state: "pending",
                                                 wrongNumbers: 0, device: "", authenticatorData: [], clientDataJSON: [], signature: [], result: "")
                 try push.insert(row)
-                try push.countRequest(user: user)
+                if case .allowed(let countedUntil) = admission { try push.countRequest(user: user, countedUntil: countedUntil) }
                 try access.append(AuditEntry(caller, "push", user: user, serial: id, result: "ok",
                                              detail: PushDecisions.openedDetail(service: service, cancelledEarlier: cancelled > 0), time: now))
                 return .success(PushOpened(id: id, expires: row.expires, host: caller.name, offline: try push.hasOfflineDevice(user: user) ? true : nil))
@@ -436,4 +435,15 @@ extension LocalTokenService: DeviceService {
 
 extension LocalTokenService: PushChangeFeed {
     public func followPushChanges(_ handler: @escaping @Sendable (String) async -> Void) { pushChanges.follow(handler) }
+}
+
+extension LocalTokenService: PushUpkeep {
+    public func loginSucceeded(user: String) async throws(ServiceError) {
+        let user = try RequestRules.user(user)
+        try await runPush { (_, push, _) throws(ServiceError) in try Self.call { () throws(StoreError) in try push.resetCount(user: user) } }
+    }
+
+    public func sweepPushRequests(now: Int64) async throws(ServiceError) -> Int {
+        try await runPush { (_, push, _) throws(ServiceError) in try Self.call { () throws(StoreError) in try push.sweep(now: now) } }
+    }
 }

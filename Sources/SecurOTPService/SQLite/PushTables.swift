@@ -137,13 +137,24 @@ struct PushTables {
     }
 
     func insert(_ row: RequestRow) throws(StoreError) {
-        // Requests are kept a day for the record (the audit log keeps what happened).
-        try db.prepare("DELETE FROM push_requests WHERE expires < ?").bind(.integer(row.created - 86_400)).run()
+        // Requests are kept a day past their expiry (sweep; the audit log keeps what happened).
+        try db.prepare("DELETE FROM push_requests WHERE expires < ?").bind(.integer(row.created - PushUpkeepRules.keptSeconds)).run()
         try db.prepare("""
             INSERT INTO push_requests (id, user, host, service, remote_address, tty, command, nonce, number, created, expires, state)
             VALUES (?,?,?,?,?,?,?,?,?,?,?,'pending')
             """).bind(.text(row.id), .text(row.user), .text(row.host), .text(row.service), .text(row.remoteAddress), .text(row.tty),
                       .text(row.command), .text(row.nonce), .text(row.number), .integer(row.created), .integer(row.expires)).run()
+    }
+
+    /// Ends the pending requests past their expiry (the schema's trigger blanks their context
+    /// as they leave `pending`) and deletes requests a day past it (PushUpkeep). Returns the
+    /// requests it ended.
+    func sweep(now: Int64) throws(StoreError) -> Int {
+        try db.prepare("UPDATE push_requests SET state = 'expired' WHERE state = 'pending' AND expires <= ?").bind(.integer(now)).run()
+        let ended = db.changes
+        // Kept a day for the record (without their context; the audit log keeps what happened).
+        try db.prepare("DELETE FROM push_requests WHERE expires < ?").bind(.integer(now - PushUpkeepRules.keptSeconds)).run()
+        return ended
     }
 
     func request(id: String) throws(StoreError) -> RequestRow? {
@@ -209,22 +220,24 @@ struct PushTables {
 
     // MARK: per-user push state
 
-    func pushUser(_ user: String) throws(StoreError) -> (blocked: Bool, sinceSuccess: Int) {
-        let statement = try db.prepare("SELECT blocked, since_success FROM push_users WHERE user = ?")
+    func pushUser(_ user: String) throws(StoreError) -> (blocked: Bool, countedUntil: Int64) {
+        let statement = try db.prepare("SELECT blocked, counted_until FROM push_users WHERE user = ?")
         defer { statement.reset() }
         try statement.bind(.text(user))
         guard try statement.step() else { return (false, 0) }
-        return (statement.integer(0) != 0, Int(statement.integer(1)))
+        return (statement.integer(0) != 0, statement.integer(1))
     }
 
-    func countRequest(user: String) throws(StoreError) {
+    /// Stores what PushRate.admit returned for the request just opened.
+    func countRequest(user: String, countedUntil: Int64) throws(StoreError) {
         try db.prepare("""
-            INSERT INTO push_users (user, since_success) VALUES (?, 1) ON CONFLICT(user) DO UPDATE SET since_success = since_success + 1
-            """).bind(.text(user)).run()
+            INSERT INTO push_users (user, counted_until) VALUES (?, ?) ON CONFLICT(user) DO UPDATE SET counted_until = excluded.counted_until
+            """).bind(.text(user), .integer(countedUntil)).run()
     }
 
+    /// A successful login clears the requests counted against push_limit.
     func resetCount(user: String) throws(StoreError) {
-        try db.prepare("UPDATE push_users SET since_success = 0 WHERE user = ?").bind(.text(user)).run()
+        try db.prepare("UPDATE push_users SET counted_until = 0 WHERE user = ? AND counted_until <> 0").bind(.text(user)).run()
     }
 
     func block(user: String) throws(StoreError) {

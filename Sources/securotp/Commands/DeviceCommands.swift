@@ -225,7 +225,7 @@ struct DeviceCommand: AsyncParsableCommand {
         func run(in context: CommandContext) async throws {
             let user = CommandContext.canonical(user)
             let result = try await DeviceCommand.withDevices(context) { devices in try await devices.unblockPush(user: user, caller: context.caller) }
-            context.print(result.wasBlocked ? "Push approval is allowed again for \(user)." : "Push approval was not blocked for \(user); the count of requests since the last success is reset.")
+            context.print(result.wasBlocked ? "Push approval is allowed again for \(user)." : "Push approval was not blocked for \(user); the requests counted against push_limit are cleared.")
         }
     }
 }
