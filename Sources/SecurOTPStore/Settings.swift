@@ -223,6 +223,16 @@ public struct Settings: Sendable, Equatable {
             throw StoreError(.config, "module arguments use_first_pass and forward_pass exclude each other")
         }
         try settings.remote.validate()
+        // Both would take the validator's word for a way in: that a user holds no factor, or
+        // an answer that makes it look unreachable. deny-only promises it can only deny.
+        if settings.remote.isEnabled, settings.remote.validatorMay == .denyOnly {
+            if settings.nullok {
+                throw StoreError(.config, "validator_may=deny-only cannot go with nullok: the validator would decide who skips the second factor")
+            }
+            if settings.remote.failMode == .safe {
+                throw StoreError(.config, "validator_may=deny-only cannot go with failmode=safe: a validator that does not answer would let users in")
+            }
+        }
         return settings
     }
 }

@@ -151,6 +151,8 @@ import Testing
             (["validator_may=deny-only", "device_ca=/etc/ca.pem", "push_web=allow"], "validator_may=deny-only cannot go with"),
             (["validator_may=deny-only", "device_ca=/etc/ca.pem", "push_offline=allow"], "validator_may=deny-only cannot go with"),
             (["validator_may=deny"], "module argument validator_may: expected approve or deny-only"),
+            (["validator_may=deny-only", "device_ca=/etc/ca.pem", "nullok"], "validator_may=deny-only cannot go with nullok"),
+            (["validator_may=deny-only", "device_ca=/etc/ca.pem", "failmode=safe"], "validator_may=deny-only cannot go with failmode=safe"),
         ]
         for (arguments, expected) in refusals {
             #expect {
