@@ -50,7 +50,7 @@ struct ImportBatch: ContextCommand {
             let fields = raw.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\r" })
             guard let first = fields.first, !first.hasPrefix("#") else { continue }
             guard fields.count >= 2, let source = fields.last else {
-                standardError("\(file):\(index + 1): expected USER and a token string\n")
+                standardError("\(TerminalText.escaped(file)):\(index + 1): expected USER and a token string\n")
                 failures += 1
                 continue
             }
@@ -73,7 +73,7 @@ struct ImportBatch: ContextCommand {
                                 _ = try await service.importTokens(user: line.user, request, caller: caller)
                                 return true
                             } catch {
-                                standardError("\(file):\(line.number): \(line.user): \(error.message)\n")
+                                standardError("\(TerminalText.escaped(file)):\(line.number): \(TerminalText.escaped(line.user)): \(error.message)\n")
                                 return false
                             }
                         }
