@@ -88,8 +88,9 @@ struct SecurOTPD: AsyncParsableCommand {
         let logger = Logger(label: "securotpd")
         // Before anything listens, so that a taken metrics port is named, not a bare bind error
         // after the API's "listening" line.
-        var settings = configured
-        if let warning = try settings.checkMetricsListener() { logger.warning("\(warning)") }
+        var checked = configured
+        if let warning = try checked.checkMetricsListener() { logger.warning("\(warning)") }
+        let settings = checked
         let service = try await ServiceFactory.open(settings, logger: logger)
         let location = settings.postgresURL.map(PostgresURL.redacted) ?? settings.store.paths.database
         if checkConfig {

@@ -13,6 +13,8 @@ public struct DeviceRevocations: Sendable, Equatable {
     /// The line (from 1) that is neither blank, a comment nor a device id.
     public struct BadLine: Error, Equatable {
         public let line: Int
+
+        public init(line: Int) { self.line = line }
     }
 
     public init(devices: [String] = []) { self.devices = devices }

@@ -71,7 +71,7 @@ enum FidoLogin {
             return effective
         }
         guard !usable.isEmpty else {
-            let elsewhere = credentials.filter { !$0.cloned && $0.origin != origin && $0.origin != appID }
+            let elsewhere = credentials.filter { !$0.cloned && fido.ownRPID(forCredentialMadeFor: $0.origin) == nil }
             if !elsewhere.isEmpty {
                 var origins: [String] = []
                 for credential in elsewhere where !origins.contains(credential.origin) { origins.append(credential.origin) }
