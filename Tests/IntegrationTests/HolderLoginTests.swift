@@ -37,7 +37,9 @@ struct HolderLoginTests {
     }
 
     /// Root's device (added pending with `securotp device add`) as an activation leaves it.
-    private static let activation = "UPDATE devices SET state = 'active', name = 'phone', public_key = X'04' WHERE \"user\" = 'root'"
+    private static func activation(_ store: Store) -> String {
+        "UPDATE devices SET state = 'active', name = 'phone', public_key = \(store == .postgres ? "decode('04', 'hex')" : "X'04'") WHERE \"user\" = 'root'"
+    }
 
     @Test("Remote, nullok: a device-only user whose device cannot be used now is prompted and refused, never ignored; a pending device holds nothing",
           arguments: Store.allCases, Unusable.allCases)
@@ -52,7 +54,7 @@ struct HolderLoginTests {
         let pending = try world.box.login(probe, "root", ["123456"])
         #expect(pending.status == PAM.ignoreProbeExit && pending.prompts.isEmpty, "a pending device only: \(pending)")
 
-        try sql(Self.activation)
+        try sql(Self.activation(store))
         switch unusable {
         case .fraudBlocked: try sql("INSERT INTO push_users (\"user\", blocked) VALUES ('root', true)")
         case .pinBlocked: try sql("UPDATE devices SET state = 'blocked' WHERE \"user\" = 'root'")
@@ -71,7 +73,7 @@ struct HolderLoginTests {
     func remoteHolderLogged() throws {
         let world = try RemoteWorld()
         #expect(try world.cli(["device", "add", "root"]).status == 0)
-        try Self.sql(database: nil, state: world.validatorState, Self.activation)
+        try Self.sql(database: nil, state: world.validatorState, Self.activation(.sqlite))
         try Self.sql(database: nil, state: world.validatorState, "UPDATE devices SET state = 'blocked' WHERE \"user\" = 'root'")
         let validator = try world.start()
         let service = try world.service("holder-logged", validator, ["nullok"])
@@ -92,7 +94,7 @@ struct HolderLoginTests {
         let pending = try box.login(probe, "root", ["123456"])
         #expect(pending.status == PAM.ignoreProbeExit, "a pending device holds nothing: \(pending)")
         for state in ["active", "blocked"] {
-            try Self.sql(database: nil, state: box.state, Self.activation.replacingOccurrences(of: "'active'", with: "'\(state)'"))
+            try Self.sql(database: nil, state: box.state, Self.activation(.sqlite).replacingOccurrences(of: "'active'", with: "'\(state)'"))
             let holder = try box.login(probe, "root", ["123456"])
             #expect(holder.status == PAM.authError && holder.prompts == [PAM.defaultPrompt], "\(state) device: \(holder)")
         }

@@ -278,10 +278,10 @@ struct PushLoginTests {
         try box.write("dv00000000000000ff\n", to: list, mode: 0o644)
         try Self.deviceCA("valid", nil, ["device_revoked=" + list], box: box)
         // A line that is not a device id, or a file others may write: no push, the code prompt.
+        let syslog = SyslogCapture.available ? try SyslogCapture(box) : nil
         for (text, mode) in [("dv0123456789abcdef\nalice\n", 0o644), ("dv00000000000000ff\n", 0o666)] as [(String, mode_t)] {
             try box.write(text, to: list, mode: mode)
             _ = chmod(list, mode)
-            let syslog = SyslogCapture.available ? try SyslogCapture(box) : nil
             let service = try validator.service(box, ["device_revoked=" + list])
             let login = try syslog?.login(box, service, "root", ["123456"]) ?? box.login(service, "root", ["123456"])
             #expect(login.status == PAM.success && login.prompts == [PAM.defaultPrompt], "\(login)")

@@ -11,7 +11,8 @@ extension Tools {
     static func nssWrapper() throws -> String {
         let found = ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib"].map { $0 + "/libnss_wrapper.so" }
             .first { FileManager.default.fileExists(atPath: $0) }
-        return try require(found ?? "/usr/lib/x86_64-linux-gnu/libnss_wrapper.so", package: "libnss-wrapper")
+        guard let found else { throw HarnessError("libnss_wrapper.so not found: install the Debian package libnss-wrapper (scripts/install-deps.sh test)") }
+        return found
     }
 }
 
