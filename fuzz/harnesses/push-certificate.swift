@@ -2,12 +2,13 @@
 // (`publicKey(pem:)`, PEM or DER) and the certificate check.
 //
 // Input: a mode byte; 0: the bytes are a CA key file, checked against the test vectors'
-// certificate; 1: the bytes are a certificate text for the vectors' CA, user, device and key.
+// certificate; 1: the bytes are a certificate text (version 1, or v2:EXPIRES:SIGNATURE) for the
+// vectors' CA, user, device and key.
 //
 // Properties: a PEM file gives exactly the base64 body between its markers (decoded by the
 // strict decoder), DER comes back as it is, anything over 8 KiB nothing; a certificate verifies
-// only if its decoded signature verifies over the statement (checked a second way), and never
-// for another user or device.
+// only if its decoded signature verifies over the statement of its version (checked a second
+// way), never for another user or device, and a version 2 one is expired from its expiry on.
 import FuzzSupport
 @testable import SecurOTPCore
 
@@ -33,20 +34,25 @@ public func fuzzPushCertificate(_ data: UnsafePointer<UInt8>?, _ size: Int) -> C
             Fuzz.require(text.contains("-----BEGIN PUBLIC KEY-----") && text.contains("-----END PUBLIC KEY-----"), "a key without PEM markers")
             Fuzz.require(Base64.encode(key, .standard).utf8.allSatisfy { bytes.contains($0) }, "key bytes not from the file")
         }
-        if let key { _ = DeviceCertificate.verify(certificate: "MEUCIQ==", user: user, device: device, publicKey: devicePublicKey, caPublicKey: key) }
+        if let key { _ = DeviceCertificate.check(certificate: "MEUCIQ==", user: user, device: device, publicKey: devicePublicKey, caPublicKey: key, now: 0) }
         return 0
     }
     guard let caKey = DeviceCertificate.publicKey(pem: caPEM) else { Fuzz.require(false, "the vectors' CA key does not read"); return 0 }
     let certificate = String(decoding: bytes, as: UTF8.self)
-    let valid = DeviceCertificate.verify(certificate: certificate, user: user, device: device, publicKey: devicePublicKey, caPublicKey: caKey)
-    guard valid else { return 0 }
-    let signature = Base64.decode(certificate, .standard) ?? []
-    Fuzz.require(Base64.encode(signature, .standard) == certificate, "accepted a non-canonical certificate text")
-    Fuzz.require(ApprovalAssertion.es256Verify(publicKey: caKey, message: DeviceCertificate.statement(user: user, device: device, publicKey: devicePublicKey),
-                                               signature: signature), "accepted a signature that does not verify")
-    Fuzz.require(!DeviceCertificate.verify(certificate: certificate, user: user + "x", device: device, publicKey: devicePublicKey, caPublicKey: caKey),
-                 "a certificate for another user")
-    Fuzz.require(!DeviceCertificate.verify(certificate: certificate, user: user, device: device + "0", publicKey: devicePublicKey, caPublicKey: caKey),
-                 "a certificate for another device")
+    func check(_ user: String, _ device: String, now: Int64) -> DeviceCertificate.Check {
+        DeviceCertificate.check(certificate: certificate, user: user, device: device, publicKey: devicePublicKey, caPublicKey: caKey, now: now)
+    }
+    guard case .valid(let expires) = check(user, device, now: 0) else { return 0 }
+    guard let parsed = DeviceCertificate.parse(certificate) else { Fuzz.require(false, "a valid certificate that does not parse"); return 0 }
+    Fuzz.require(parsed.expires == expires, "the checked expiry is not the parsed one")
+    let text = expires.map { DeviceCertificate.text(signature: parsed.signature, expires: $0) } ?? Base64.encode(parsed.signature, .standard)
+    Fuzz.require(text == certificate, "accepted a non-canonical certificate text")
+    let statement = expires.map { DeviceCertificate.statement(user: user, device: device, publicKey: devicePublicKey, expires: $0) }
+        ?? DeviceCertificate.statement(user: user, device: device, publicKey: devicePublicKey)
+    Fuzz.require(ApprovalAssertion.es256Verify(publicKey: caKey, message: statement, signature: parsed.signature),
+                 "accepted a signature that does not verify")
+    Fuzz.require(check(user + "x", device, now: 0) == .invalid, "a certificate for another user")
+    Fuzz.require(check(user, device + "0", now: 0) == .invalid, "a certificate for another device")
+    if let expires { Fuzz.require(check(user, device, now: expires) == .expired(expires), "a certificate used at its expiry") }
     return 0
 }
