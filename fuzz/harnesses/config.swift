@@ -28,7 +28,8 @@ private func checkFile(_ text: String) {
         try settings.apply(fileText: text, path: path)
     } catch {
         Fuzz.require(error.code == .config, "file error code \(error.code): \(error.message)")
-        let lineCount = text.split(separator: "\n", omittingEmptySubsequences: false).count
+        // Lines end at a \n byte (a \r\n is one Character to Swift, so no String split here).
+        let lineCount = text.utf8.filter { $0 == UInt8(ascii: "\n") }.count + 1
         let line = error.message.dropFirst(path.count + 1).prefix { $0 != ":" }
         Fuzz.require(error.message.hasPrefix(path + ":") && Int(line).map { (1...lineCount).contains($0) } == true,
                      "file error does not name the file and a line: \(error.message)")
