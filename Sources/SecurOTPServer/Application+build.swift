@@ -65,16 +65,18 @@ public func buildRouter(configuration: DaemonConfiguration, service: any TokenSe
 
 func buildRouter(configuration: DaemonConfiguration, service: any TokenService, metrics: ValidatorMetrics,
                  waiters: PushWaiters? = nil, polls: LongPolls = LongPolls(), misses: AnonymousMisses = AnonymousMisses(),
-                 logger: Logger = Logger(label: "securotpd")) -> Router<ValidatorRequestContext> {
+                 logger: Logger = Logger(label: "securotpd"),
+                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) -> Router<ValidatorRequestContext> {
     let waiters = waiters ?? PushWaiters(capacity: configuration.maxPushWaiters)
     // Nodes sharing a database end each other's waits (PushChangeFeed).
     (service as? any PushChangeFeed)?.followPushChanges { key in await waiters.notify(key) }
     let limits = RateLimits(hostPerSecond: configuration.hostRequestsPerSecond, userPerMinute: configuration.userVerificationsPerMinute,
-                            addressPerMinute: configuration.webRequestsPerMinute, devicePerMinute: configuration.deviceRequestsPerMinute)
+                            addressPerMinute: configuration.webRequestsPerMinute, devicePerMinute: configuration.deviceRequestsPerMinute,
+                            clock: clock)
     let router = Router(context: ValidatorRequestContext.self)
     router.add(middleware: AccessLog(metrics: metrics, polls: polls))
     router.add(middleware: ErrorEnvelopeMiddleware())
-    SystemRoutes(service: service).add(to: router)
+    SystemRoutes(service: service, healthTimeout: .seconds(configuration.healthTimeoutSeconds)).add(to: router)
     WebAppRoutes(usesTLS: configuration.usesTLS).add(to: router)
     let hooks = PushWakeHooks(url: configuration.pushHookURL, command: configuration.pushHookCommand, logger: logger)
     let push = PushRoutes(devices: service as? any DeviceService, waiters: waiters, polls: polls, hooks: hooks.isEnabled ? hooks : nil)

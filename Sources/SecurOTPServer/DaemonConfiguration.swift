@@ -68,6 +68,8 @@ public struct DaemonConfiguration: Sendable {
     /// first head, between requests, or dribbling one) before it is closed. A request being
     /// answered — a parked long-poll too — is never cut by it.
     public var idleTimeoutSeconds = 60
+    /// How long `/v1/health` waits for the store before answering 503 (StoreHealth).
+    public var healthTimeoutSeconds = 2
     /// Wake-up hooks (docs/push.md, "Wake-up hooks"): `push_hook_url` is POSTed ntfy style and
     /// `push_hook_command` run, without the number or the nonce, when a push request is stored.
     public var pushHookURL: PushHookURL?
@@ -148,6 +150,7 @@ public struct DaemonConfiguration: Sendable {
         case "device_pin_max": push.pinMaxLength = try integer(4...64)
         case "push_waiters": maxPushWaiters = try integer(1...1_000_000)
         case "idle_timeout": idleTimeoutSeconds = try integer(1...3600)
+        case "health_timeout": healthTimeoutSeconds = try integer(1...60)
         case "push_hook_url":
             if value.isEmpty || value.lowercased() == "no" {
                 pushHookURL = nil

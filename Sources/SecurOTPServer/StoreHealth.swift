@@ -11,7 +11,7 @@ actor StoreHealth {
     private var last: (at: ContinuousClock.Instant, healthy: Bool)?
     private var running: Task<Bool, Never>?
 
-    init(service: any TokenService, deadline: Duration = .seconds(2)) {
+    init(service: any TokenService, deadline: Duration) {
         self.service = service
         self.deadline = deadline
     }

@@ -14,6 +14,15 @@ enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
 
     var testDescription: String { rawValue }
+
+    /// The backends this run tests: both, or SQLite alone with SECUROTP_TEST_POSTGRES=off
+    /// (`make test-fast`, no PostgreSQL server).
+    static var tested: [Backend] { TestPostgres.enabled ? allCases : [.sqlite] }
+}
+
+extension Trait where Self == ConditionTrait {
+    /// For tests of PostgreSQL alone: skipped with SECUROTP_TEST_POSTGRES=off.
+    static var needsPostgreSQL: Self { .enabled(if: TestPostgres.enabled, "SECUROTP_TEST_POSTGRES=off: no PostgreSQL server in this run") }
 }
 
 /// A validator on a fresh store — SQLite in a temporary directory, or a fresh PostgreSQL
@@ -36,6 +45,9 @@ struct ValidatorFixture {
         configuration.store.paths = StorePaths(stateDirectory: directory)
         configuration.listen = .tcp(host: "127.0.0.1", port: 0)
         configuration.metricsListen = nil
+        // Hundreds of fixtures share one PostgreSQL server in the parallel run: its store check
+        // may take seconds there. healthWithoutStore drops the database, which fails at once.
+        configuration.healthTimeoutSeconds = 60
         configure(&configuration)
         let service: any TokenService
         var database: String?
@@ -92,6 +104,8 @@ struct ValidatorFixture {
 
 /// The PostgreSQL server the tests use, through psql.
 enum TestPostgres {
+    static var enabled: Bool { ProcessInfo.processInfo.environment["SECUROTP_TEST_POSTGRES"] != "off" }
+
     static var server: String {
         ProcessInfo.processInfo.environment["SECUROTP_TEST_POSTGRES"] ?? "postgres://securotp:securotp-test@127.0.0.1:5432/postgres"
     }

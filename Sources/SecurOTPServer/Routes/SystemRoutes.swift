@@ -10,9 +10,9 @@ struct SystemRoutes {
     let service: any TokenService
     let health: StoreHealth
 
-    init(service: any TokenService) {
+    init(service: any TokenService, healthTimeout: Duration) {
         self.service = service
-        health = StoreHealth(service: service)
+        health = StoreHealth(service: service, deadline: healthTimeout)
     }
 
     func add(to router: Router<ValidatorRequestContext>) {
