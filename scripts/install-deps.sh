@@ -18,6 +18,9 @@ softfido=(libfido2-dev libssl-dev)
 # chromium, python3-venv: the phone page's tests drive Debian's chromium with Playwright from
 # PyPI, in its own venv (.build/venv, made below; it downloads no browser).
 test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3 libnss-wrapper chromium python3-venv)
+# test-fast: what the unit and in-process tests use (make test-fast): no PostgreSQL, browser,
+# sshd or FIDO tools.
+test_fast=("${build[@]}" oathtool zbar-tools stoken python3-pip python3-yaml python3-cryptography openssl curl sqlite3)
 demo=("${build[@]}" oathtool)
 # bench: bench/pam (pamtester, hyperfine, the peer modules) and bench/validator (curl, openssl,
 # strace for the fsync count; python3-venv for privacyIDEA, which bench/validator/run.sh installs
@@ -37,19 +40,20 @@ test_deb=(mmdebstrap systemd tmux)
 case "${1:-build}" in
   build) wanted=("${build[@]}") ;;
   test) wanted=("${test[@]}") ;;
+  test-fast) wanted=("${test_fast[@]}") ;;
   softfido) wanted=("${softfido[@]}") ;;
   demo) wanted=("${demo[@]}") ;;
   bench) wanted=("${bench[@]}") ;;
   fuzz) wanted=("${fuzz[@]}") ;;
   deb) wanted=("${deb[@]}") ;;
   test-deb) wanted=("${deb[@]}" "${test_deb[@]}") ;;
-  *) echo "usage: $0 build|test|softfido|demo|bench|fuzz|deb|test-deb" >&2; exit 64 ;;
+  *) echo "usage: $0 build|test|test-fast|softfido|demo|bench|fuzz|deb|test-deb" >&2; exit 64 ;;
 esac
 
 # PyPI tools the tests use as independent oracles (no Debian packages exist for them).
 pypi_test=(oath python-pskc cryptography)
 playwright_version=1.65.0
-if [ "${1:-build}" = test ]; then
+if [ "${1:-build}" = test ] || [ "${1:-build}" = test-fast ]; then
   for module in "${pypi_test[@]}"; do
     import=${module//-/_}; [ "$module" = python-pskc ] && import=pskc
     python3 -c "import $import" 2>/dev/null && continue

@@ -16,7 +16,7 @@ struct AttackReviewAPITests {
     }
 
     @Test("Out of a host's scope: preflight answers as for an enrolled user, verify rejects like a wrong code, both audited",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func scopeLooksLikeAWrongCode(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -41,7 +41,7 @@ struct AttackReviewAPITests {
     }
 
     @Test("Hostile user names: refused before the audit log, recorded as a short escaped excerpt; bodies are bounded",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func hostileNames(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -91,7 +91,7 @@ struct AttackReviewAPITests {
         }
     }
 
-    @Test("Health: 503 when the store is gone (the node's PostgreSQL database dropped under it), so a load balancer drops the node")
+    @Test("Health: 503 when the store is gone (the node's PostgreSQL database dropped under it), so a load balancer drops the node", .needsPostgreSQL)
     func healthWithoutStore() async throws {
         let fixture = try await ValidatorFixture.make(.postgres)
         try await fixture.withClient { client in

@@ -5,7 +5,7 @@ import Testing
 /// Two validators on one PostgreSQL database (issue 15 item 5, docs/fido.md "Remote mode"): a
 /// security-key assertion is accepted at most once whichever nodes it reaches, and a counter
 /// that did not rise is refused on the other node too.
-@Suite("Validator API: FIDO security keys across two nodes on PostgreSQL")
+@Suite("Validator API: FIDO security keys across two nodes on PostgreSQL", .needsPostgreSQL)
 struct FidoClusterTests {
     /// Sends `bodies` to the nodes at once, the i-th to `nodes[i % 2]`; the results in order.
     private static func concurrently(_ nodes: [APIClient], _ bodies: [[String: Any]], host: String) async throws -> [String] {

@@ -18,7 +18,7 @@ struct HostAPITests {
         return (try #require(answer.string("secret")), try #require(token["serial"] as? String))
     }
 
-    @Test("A right TOTP code is accepted once; the replay and a wrong code are rejected, with counts", arguments: Backend.allCases)
+    @Test("A right TOTP code is accepted once; the replay and a wrong code are rejected, with counts", arguments: Backend.tested)
     func acceptedExactlyOnce(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -42,7 +42,7 @@ struct HostAPITests {
         }
     }
 
-    @Test("deny=3 locks after three failures; even the right code is then 'locked' until an admin unlocks", arguments: Backend.allCases)
+    @Test("deny=3 locks after three failures; even the right code is then 'locked' until an admin unlocks", arguments: Backend.tested)
     func lockout(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.store.policy.deny = 3 }
         try await fixture.withClient { client in
@@ -63,7 +63,7 @@ struct HostAPITests {
         }
     }
 
-    @Test("HOTP far ahead: a next_code challenge; the following code settles it; an unknown challenge is refused", arguments: Backend.allCases)
+    @Test("HOTP far ahead: a next_code challenge; the following code settles it; an unknown challenge is refused", arguments: Backend.tested)
     func nextCodeChallenge(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -89,7 +89,7 @@ struct HostAPITests {
         }
     }
 
-    @Test("pin require: new_pin challenge, the PIN rules, then a passcode made with the new PIN", arguments: Backend.allCases)
+    @Test("pin require: new_pin challenge, the PIN rules, then a passcode made with the new PIN", arguments: Backend.tested)
     func newPINChallenge(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -116,7 +116,7 @@ struct HostAPITests {
         }
     }
 
-    @Test("Unknown users and users without tokens are rejected like a wrong code, never an error", arguments: Backend.allCases)
+    @Test("Unknown users and users without tokens are rejected like a wrong code, never an error", arguments: Backend.tested)
     func noEnumeration(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -139,7 +139,7 @@ struct HostAPITests {
         }
     }
 
-    @Test("A host limited to some users is refused for others like a wrong code (AttackReviewAPITests), and the refusal is audited", arguments: Backend.allCases)
+    @Test("A host limited to some users is refused for others like a wrong code (AttackReviewAPITests), and the refusal is audited", arguments: Backend.tested)
     func hostScope(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -170,7 +170,7 @@ struct HostAPITests {
         }
     }
 
-    @Test("The audit log records verifications without codes; metrics count outcomes", arguments: Backend.allCases)
+    @Test("The audit log records verifications without codes; metrics count outcomes", arguments: Backend.tested)
     func auditAndMetrics(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in

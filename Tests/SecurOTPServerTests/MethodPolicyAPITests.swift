@@ -49,7 +49,7 @@ struct MethodPolicyAPITests {
     }
 
     @Test("/v1/verify refuses a right code of a user whose methods leave out otp, as for a user without a token; counted, audited",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func verifyRefusesOTP(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -78,7 +78,7 @@ struct MethodPolicyAPITests {
     }
 
     @Test("methods= on the validator leaves otp out for everyone without a policy of their own; a user's policy may let it back in",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func globalMethods(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.store.methods = LoginMethods(parsing: "fido,push") }
         try await fixture.withClient { client in
@@ -95,7 +95,7 @@ struct MethodPolicyAPITests {
     }
 
     @Test("Group policies narrow the methods in the preflight of a host that names the user's groups; they never widen methods=; the user's own policy comes first",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func groupsNarrow(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.store.methods = LoginMethods(parsing: "push,otp") }
         try await fixture.withClient { client in
@@ -131,7 +131,7 @@ struct MethodPolicyAPITests {
         }
     }
 
-    @Test("Push open is refused for a user whose methods leave out push, as for a user without a device; audited", arguments: Backend.allCases)
+    @Test("Push open is refused for a user whose methods leave out push, as for a user without a device; audited", arguments: Backend.tested)
     func pushRefused(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -153,7 +153,7 @@ struct MethodPolicyAPITests {
     }
 
     @Test("No offline approval for a user whose methods leave out otp: push open does not offer it and /v1/verify refuses the response",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func noOfflineApprovalWithoutOTP(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -179,7 +179,7 @@ struct MethodPolicyAPITests {
     }
 
     @Test("No offline codes for a user whose methods leave out otp: the HOTP code is refused and no hash handed out",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func noOfflineCodesWithoutOTP(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -192,7 +192,7 @@ struct MethodPolicyAPITests {
     }
 
     @Test("A passcode refused by a policy without otp drops the host's offline codes of the user, not other users' or hosts'",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func refusedOTPDropsOfflineCodes(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -208,7 +208,7 @@ struct MethodPolicyAPITests {
     @Test("""
           A preflight whose methods (after the groups) leave out otp drops the calling host's offline codes of the user: \
           the module drops its cache and never reports the codes it used offline
-          """, arguments: Backend.allCases)
+          """, arguments: Backend.tested)
     func preflightWithoutOTPDropsOfflineCodes(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -225,7 +225,7 @@ struct MethodPolicyAPITests {
     }
 
     @Test("Preflight for a user whose methods leave out otp issues no OCRA challenge (none charged) and offers no push when push is left out",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func preflightFollowsMethods(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -302,7 +302,7 @@ struct MethodPolicyAPITests {
 @Suite("Validator API: login-method policies for admins")
 struct MethodPolicyAdminAPITests {
     @Test("Admins set, list and remove policies of users and groups; hosts may not; a bad order is refused; a set policy is enforced",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func setListClear(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in

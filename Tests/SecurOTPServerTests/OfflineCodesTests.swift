@@ -9,7 +9,7 @@ import Testing
 @Suite("Validator API: offline codes for hosts")
 struct OfflineCodesTests {
     @Test("A host with offline codes gets hashes of the next codes, reserved to it; used ones are withdrawn; refills add what it lacks",
-          arguments: Backend.allCases)
+          arguments: Backend.tested)
     func reservations(backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in

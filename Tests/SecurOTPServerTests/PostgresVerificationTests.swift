@@ -5,7 +5,7 @@ import Testing
 
 /// PostgreSQL's verification path: batches of concurrent verifications, each decided once and
 /// committed before its host hears the answer.
-@Suite("PostgreSQL: batched verification")
+@Suite("PostgreSQL: batched verification", .needsPostgreSQL)
 struct PostgresVerificationTests {
     static let host = Caller(kind: .host, name: "web1", address: "127.0.0.1")
 

@@ -7,7 +7,7 @@ import Testing
 /// changes nothing the device did (docs/push.md, `POST /v1/device/requests`).
 @Suite("Validator API: cancelling a push request wakes the user's devices")
 struct PushCancelWakeTests {
-    @Test("POST /v1/push/cancel ends a device's wait on the request at once", arguments: Backend.allCases)
+    @Test("POST /v1/push/cancel ends a device's wait on the request at once", arguments: Backend.tested)
     func cancelWakesDevice(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in
@@ -38,7 +38,7 @@ struct PushCancelWakeTests {
         }
     }
 
-    @Test("A newer request from the same host superseding the old one ends a device's wait at once", arguments: Backend.allCases)
+    @Test("A newer request from the same host superseding the old one ends a device's wait at once", arguments: Backend.tested)
     func supersedeWakesDevice(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend)
         try await fixture.withClient { client in

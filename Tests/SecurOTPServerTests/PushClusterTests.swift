@@ -7,7 +7,7 @@ import Testing
 /// Two validators on one PostgreSQL database (issue 14 item 8): a device's answer on one node
 /// ends a host's wait on the other at once (LISTEN/NOTIFY, PushChangeFeed), and the approval is
 /// handed out once whichever node is asked.
-@Suite("Validator API: push approval across two nodes on PostgreSQL")
+@Suite("Validator API: push approval across two nodes on PostgreSQL", .needsPostgreSQL)
 struct PushClusterTests {
     /// Node A as ValidatorFixture makes it, and node B: a second service on A's database.
     static func twoNodes() async throws -> (ValidatorFixture, ValidatorFixture) {

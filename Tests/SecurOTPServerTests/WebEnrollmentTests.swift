@@ -221,7 +221,7 @@ struct WebEnrollmentTests {
                 "attestation_object": PushRules.base64URLEncode(SoftPasskey.attestationObject(passkey.authenticatorData(rpID: rpID, flags: flags)))]
     }
 
-    @Test("web enrollment: options then the passkey's registration, accepted once; wrong origin, RP id, UV or a used challenge refused", arguments: Backend.allCases)
+    @Test("web enrollment: options then the passkey's registration, accepted once; wrong origin, RP id, UV or a used challenge refused", arguments: Backend.tested)
     func webEnrollment(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
         try await fixture.withClient { client in
@@ -305,7 +305,7 @@ struct WebEnrollmentTests {
         }
     }
 
-    @Test("PostgreSQL schema 7: a database where two web devices share a credential id is refused naming them, nothing changed; unlinked, it migrates")
+    @Test("PostgreSQL schema 7: a database where two web devices share a credential id is refused naming them, nothing changed; unlinked, it migrates", .needsPostgreSQL)
     func postgresRepeatedCredentialIDs() async throws {
         let name = "securotp_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
         try TestPostgres.sql("CREATE DATABASE \(name)")
@@ -374,7 +374,7 @@ struct WebEnrollmentTests {
         return body
     }
 
-    @Test("web session: the assertion's signature counter is recorded once and must advance (a cloned passkey's is refused); 0, a passkey that keeps none, always passes", arguments: Backend.allCases)
+    @Test("web session: the assertion's signature counter is recorded once and must advance (a cloned passkey's is refused); 0, a passkey that keeps none, always passes", arguments: Backend.tested)
     func webSessionCounter(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
         try await fixture.withClient { client in
@@ -408,7 +408,7 @@ struct WebEnrollmentTests {
         await fixture.cleanUp()
     }
 
-    @Test("web session: an assertion over a single-use challenge gives sotp_w_; it reads and approves requests; the host gets FFFF#0002 with its origin", arguments: Backend.allCases)
+    @Test("web session: an assertion over a single-use challenge gives sotp_w_; it reads and approves requests; the host gets FFFF#0002 with its origin", arguments: Backend.tested)
     func webSessionAndApproval(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
         try await fixture.withClient { client in
