@@ -45,7 +45,7 @@ public struct DeviceConnection: Sendable {
 
     /// POSTs `body` (JSON) to `path` with the device credential (nil: activation, whose code is
     /// the credential). `timeoutSeconds` bounds the whole request, long-polls included.
-    public func post(_ path: String, _ body: [String: Any], credential: SecretBytes?, timeoutSeconds: Int = 15) throws(AuthenticatorError) -> Answer {
+    public func post(_ path: APIPath, _ body: [String: Any], credential: SecretBytes?, timeoutSeconds: Int = 15) throws(AuthenticatorError) -> Answer {
         let payload: [UInt8]
         do {
             payload = Array(try JSONSerialization.data(withJSONObject: body, options: [.sortedKeys]))
@@ -57,7 +57,7 @@ public struct DeviceConnection: Sendable {
         if let credential {
             bearer.withUnsafeMutableBytes { out in credential.withUnsafeBytes { for index in $0.indices { out[index] = $0[index] } } }
         }
-        let url = server + path
+        let url = server + path.template
         var response = securotp_http_response()
         let rc = url.withCString { url in "POST".withCString { method in
             bearer.withUnsafeBytes { bearerBytes in
@@ -85,7 +85,7 @@ public struct DeviceConnection: Sendable {
 
     /// Like `post`, but a status outside 2xx is an error carrying the validator's message, and
     /// the answer must be a JSON object (an empty body is an empty object).
-    public func call(_ path: String, _ body: [String: Any], credential: SecretBytes?, timeoutSeconds: Int = 15) throws(AuthenticatorError) -> [String: Any] {
+    public func call(_ path: APIPath, _ body: [String: Any], credential: SecretBytes?, timeoutSeconds: Int = 15) throws(AuthenticatorError) -> [String: Any] {
         let answer = try post(path, body, credential: credential, timeoutSeconds: timeoutSeconds)
         let object: [String: Any]? = answer.body.isEmpty ? [:] : (try? JSONSerialization.jsonObject(with: answer.body)) as? [String: Any]
         guard (200..<300).contains(answer.status) else {

@@ -78,7 +78,7 @@ public struct PushDevice {
         }
         let connection = try DeviceConnection(server: server, caFile: caFile)
         let key = try DeviceSigningKey.generate()
-        let answer = try connection.call("/v1/devices/activate", [
+        let answer = try connection.call(.devicesActivate, [
             "activation_code": code, "public_key": Base64.encode(key.publicKey, .url), "name": name,
             "aaid": aaid, "user_verification": true,
         ], credential: nil)
@@ -115,7 +115,7 @@ public struct PushDevice {
         // securotpd takes `wait` 1–30: a listing with nothing pending costs up to a second.
         var body: [String: Any] = ["wait": min(max(wait, 1), 30)]
         if let known { body["known"] = Array(known.prefix(64)) }
-        let answer = try connection.call("/v1/device/requests", body, credential: try store.deviceCredential(),
+        let answer = try connection.call(.deviceRequests, body, credential: try store.deviceCredential(),
                                          timeoutSeconds: wait + 15)
         guard let list = answer["requests"] as? [[String: Any]] else {
             throw AuthenticatorError(.unavailable, "unexpected answer from the validator at \(connection.server): no requests list")
@@ -148,7 +148,7 @@ public struct PushDevice {
             userVerified = true
         }
         let approval = try store.signApproval(request.statement(number: number, device: registration.device), userVerified: userVerified)
-        let answer = try connection.call("/v1/device/answer", [
+        let answer = try connection.call(.deviceAnswer, [
             "id": id, "decision": "approve", "number": number,
             "authenticator_data": Base64.encode(approval.authenticatorData, .url),
             "client_data_json": Base64.encode(approval.clientDataJSON, .url),
@@ -184,7 +184,7 @@ public struct PushDevice {
         case .wrong(let remaining):
             throw AuthenticatorError(.refused, "wrong PIN; \(remaining) \(remaining == 1 ? "try" : "tries") left before this device blocks")
         case .blocked:
-            let told = (try? connection.call("/v1/device/blocked", [:], credential: try store.deviceCredential())) != nil
+            let told = (try? connection.call(.deviceBlocked, [:], credential: try store.deviceCredential())) != nil
             throw AuthenticatorError(.refused, "wrong PIN \(DevicePINPolicy.maxFailures) times: this device is now blocked"
                 + (told ? "" : " (the validator could not be told)")
                 + "; ask your administrator for an unlock code and run: securotp-authenticator unlock CODE")
@@ -194,7 +194,7 @@ public struct PushDevice {
     /// Denies request `id`; `fraud` also blocks pushes for the user until an admin clears it.
     public func deny(id: String, fraud: Bool) throws(AuthenticatorError) -> (state: String, reason: String?) {
         try refuseWhenBlocked()
-        let answer = try connection.call("/v1/device/answer", ["id": id, "decision": fraud ? "fraud" : "deny"],
+        let answer = try connection.call(.deviceAnswer, ["id": id, "decision": fraud ? "fraud" : "deny"],
                                          credential: try store.deviceCredential())
         return ((answer["state"] as? String) ?? "unknown", answer["reason"] as? String)
     }
@@ -202,7 +202,7 @@ public struct PushDevice {
     /// Redeems an unlock code, then sets the new PIN (asked only after the validator accepted
     /// the code) and clears the local block.
     public func unlock(code: String, readPIN: (DevicePINPolicy) throws -> SecretBytes) throws {
-        _ = try connection.call("/v1/device/unlock", ["unlock_code": code], credential: try store.deviceCredential())
+        _ = try connection.call(.deviceUnlock, ["unlock_code": code], credential: try store.deviceCredential())
         let policy = registration.pinPolicy
         let pin = try policy.required ? readPIN(policy) : nil
         if let pin { try policy.check(newPIN: pin) }
@@ -214,7 +214,7 @@ public struct PushDevice {
     public func remove() throws(AuthenticatorError) -> Bool {
         var known = true
         do throws(AuthenticatorError) {
-            _ = try connection.call("/v1/device/remove", [:], credential: try store.deviceCredential())
+            _ = try connection.call(.deviceRemove, [:], credential: try store.deviceCredential())
         } catch where error.code == .refused {
             known = false
         }

@@ -5,6 +5,7 @@ import HummingbirdTLS
 import Logging
 import NIOCore
 import NIOSSL
+import SecurOTPCore
 import SecurOTPService
 import ServiceLifecycle
 
@@ -42,7 +43,7 @@ func bindAddress(_ listen: DaemonConfiguration.Listen) -> BindAddress {
 /// credential, so never on the API's listener, where every host could read it.
 public func buildMetricsRouter(_ metrics: ValidatorMetrics) -> Router<BasicRequestContext> {
     let router = Router()
-    router.get("metrics") { _, _ in
+    router.get(APIPath.metrics.route(in: "")) { _, _ in
         var buffer = ByteBuffer()
         buffer.writeBytes(metrics.exposition())
         return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"], body: .init(byteBuffer: buffer))

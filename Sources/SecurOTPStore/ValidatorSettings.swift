@@ -213,7 +213,7 @@ public enum ValidatorAddress: Sendable, Equatable, CustomStringConvertible {
     }
 
 
-    /// What libcurl (CHTTP) is asked for `path` ("/v1/verify").
+    /// What libcurl (CHTTP) is asked for `path` (an `APIPath` template).
     public func url(_ path: String) -> String {
         switch self {
         case .https(let host, let port): "https://\(host):\(port)\(path)"

@@ -18,7 +18,7 @@ enum RemoteFido {
         if fido.effectiveAppID != fido.effectiveOrigin { fields.append((key: "appid", value: .text(fido.effectiveAppID))) }
         let offer: ChallengeAnswer
         do throws(ValidatorFailure) {
-            guard let answer = ChallengeAnswer(try client.post("/v1/fido/challenge", JSONWriter.object(fields))) else {
+            guard let answer = ChallengeAnswer(try client.post(.fidoChallenge, JSONWriter.object(fields))) else {
                 throw ValidatorFailure.unavailable("unreadable FIDO challenge")
             }
             offer = answer
@@ -68,7 +68,7 @@ enum RemoteFido {
         let shownKey = "credential \(credential.serial) of \(login.shownUser)"
         let answer: VerifyAnswer
         do throws(ValidatorFailure) {
-            guard let parsed = VerifyAnswer(try client.post("/v1/fido/verify", JSONWriter.object(verify))) else {
+            guard let parsed = VerifyAnswer(try client.post(.fidoVerify, JSONWriter.object(verify))) else {
                 throw ValidatorFailure.unavailable("unreadable verification answer")
             }
             answer = parsed

@@ -88,7 +88,7 @@ struct RemoteVerification: PasscodeCheck {
         }
         let preflight: PreflightAnswer
         do throws(ValidatorFailure) {
-            let json = try client.post("/v1/preflight", body)
+            let json = try client.post(.preflight, body)
             guard let answer = PreflightAnswer(json) else { throw ValidatorFailure.unavailable("unreadable preflight answer") }
             preflight = answer
         } catch {
@@ -248,7 +248,7 @@ struct RemoteVerification: PasscodeCheck {
                                       (key: "command", value: .text(context.command))])
         let opened: PushOpened
         do throws(ValidatorFailure) {
-            guard let answer = PushOpened(try client.post("/v1/push", body)) else { throw ValidatorFailure.unavailable("unreadable push answer") }
+            guard let answer = PushOpened(try client.post(.push, body)) else { throw ValidatorFailure.unavailable("unreadable push answer") }
             opened = answer
         } catch {
             session.log(.pushNotOpened, error.isRefusal ? LOG_NOTICE : LOG_WARNING,
@@ -334,7 +334,7 @@ struct RemoteVerification: PasscodeCheck {
         // the API has no uncounted checks (so that no host can guess without counting).
         let answer: VerifyAnswer
         do throws(ValidatorFailure) {
-            answer = try ask("/v1/verify", JSONWriter.object(fields), client: client)
+            answer = try ask(.verify, JSONWriter.object(fields), client: client)
         } catch {
             if case .unavailable(let reason) = error, offline.usableCodeDigits() != nil {
                 session.log(.validatorUnavailableOffline, LOG_WARNING, "validator \(validatorName) unavailable during verification (\(reason)); checking \(login.shownUser) against this host's offline codes")
@@ -355,7 +355,7 @@ struct RemoteVerification: PasscodeCheck {
             // With the offline challenge shown, one call: the validator takes the answer as the
             // offline response, or cancels the request and verifies it as a passcode.
             if offlineOffered { return verification(input, countsFailure: true, pushID: request.id) }
-            report("/v1/push/cancel", [(key: "id", value: .text(request.id))], request)
+            report(.pushCancel, [(key: "id", value: .text(request.id))], request)
             return verification(input, countsFailure: true)
         }
         return awaitApproval(request)
@@ -372,7 +372,7 @@ struct RemoteVerification: PasscodeCheck {
         while true {
             let left = deadline - Self.monotonicMilliseconds()
             guard left >= 1000 else {
-                report("/v1/push/cancel", [(key: "id", value: .text(request.id))], request)
+                report(.pushCancel, [(key: "id", value: .text(request.id))], request)
                 return passcodeInstead(DialogueText.approvalExpired, "no approval within push_timeout=\(remote.pushTimeout) s", request)
             }
             // Past the expiry the validator answers `expired` at once; one call still asks.
@@ -384,7 +384,7 @@ struct RemoteVerification: PasscodeCheck {
             var fields: [(key: String, value: JSONWriter.Field)] = [(key: "id", value: .text(request.id)), (key: "wait", value: .integer(Int64(wait)))]
             if wrongNumbersTold < Self.wrongNumbersToTell { fields.append((key: "wrong_numbers", value: .integer(Int64(wrongNumbersTold)))) }
             do throws(ValidatorFailure) {
-                let json = try client.post("/v1/push/wait", JSONWriter.object(fields), seconds: wait + remote.timeout)
+                let json = try client.post(.pushWait, JSONWriter.object(fields), seconds: wait + remote.timeout)
                 guard let parsed = PushWaitAnswer(json, id: request.id) else { throw ValidatorFailure.unavailable("unreadable push state") }
                 answer = parsed
             } catch {
@@ -431,11 +431,11 @@ struct RemoteVerification: PasscodeCheck {
             if approvals.certificateWithoutExpiry(approval) {
                 session.log(.certificateWithoutExpiry, LOG_WARNING, "accepted the approval of \(login.shownUser) from device \(approval.device) on a certificate without an expiry; certify it again (securotp device certify \(login.shownUser) \(approval.device) --ca-key FILE), or set device_cert_expiry=required to refuse such certificates")
             }
-            report("/v1/push/result", [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(true)), (key: "reason", value: .text("accepted"))], request)
+            report(.pushResult, [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(true)), (key: "reason", value: .text("accepted"))], request)
             return .concluded(StepReport(.approvedOnDevice(device: approval.device, request: request.id, userVerified: userVerified), note: "", source: source))
         case .refused(let reason):
             session.log(.approvalRefused, LOG_WARNING, "refused the approval of \(login.shownUser) from device \(approval.device) (push request \(request.id)): \(reason)\(source)")
-            report("/v1/push/result", [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(false)), (key: "reason", value: .text(reason))], request)
+            report(.pushResult, [(key: "id", value: .text(request.id)), (key: "accepted", value: .bool(false)), (key: "reason", value: .text(reason))], request)
             return passcodeInstead(DialogueText.approvalRefused, "approval refused: \(reason)", request)
         }
     }
@@ -448,12 +448,12 @@ struct RemoteVerification: PasscodeCheck {
 
     /// A report the validator acts on but the login does not wait for the meaning of
     /// (`/v1/push/cancel`, `/v1/push/result`): a failure is logged, the login goes on.
-    private func report(_ path: String, _ fields: [(key: String, value: JSONWriter.Field)], _ request: PushApprovalCheck.Request) {
+    private func report(_ path: APIPath, _ fields: [(key: String, value: JSONWriter.Field)], _ request: PushApprovalCheck.Request) {
         guard let client else { return }
         do throws(ValidatorFailure) {
             _ = try client.post(path, JSONWriter.object(fields))
         } catch {
-            session.log(.validatorDidNotTake, LOG_WARNING, "validator \(validatorName) did not take \(path) for push request \(request.id) (\(error.logText))")
+            session.log(.validatorDidNotTake, LOG_WARNING, "validator \(validatorName) did not take \(path.template) for push request \(request.id) (\(error.logText))")
         }
     }
 
@@ -464,7 +464,7 @@ struct RemoteVerification: PasscodeCheck {
     }
 
     /// One request whose answer is a VerifyAnswer.
-    private func ask(_ path: String, _ body: SecretBytes, client: ValidatorClient) throws(ValidatorFailure) -> VerifyAnswer {
+    private func ask(_ path: APIPath, _ body: SecretBytes, client: ValidatorClient) throws(ValidatorFailure) -> VerifyAnswer {
         guard let answer = VerifyAnswer(try client.post(path, body)) else { throw ValidatorFailure.unavailable("unreadable verification answer") }
         return answer
     }
@@ -563,7 +563,7 @@ extension RemoteVerification: DialogueBackend {
         let body = JSONWriter.object([(key: "user", value: .text(login.user)), (key: "challenge_id", value: .text(pendingChallengeID)),
                                       (key: "answer", value: .secret(answer))])
         do throws(ValidatorFailure) {
-            return outcome(try ask("/v1/verify/answer", body, client: client))
+            return outcome(try ask(.verifyAnswer, body, client: client))
         } catch {
             return .finished(failed(error, during: "verification"))
         }

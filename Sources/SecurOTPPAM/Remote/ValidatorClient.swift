@@ -90,10 +90,10 @@ struct ValidatorClient {
         UnsafeRawPointer(("POST" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
     }
 
-    /// POST `body` to `path` ("/v1/verify"): the answer, a JSON object. The body is the
+    /// POST `body` to `path` (`APIPath.verify`): the answer, a JSON object. The body is the
     /// caller's to wipe. `seconds`: how long the request may take (default `timeout=`); a
     /// long-poll (`/v1/push/wait`) passes its own bound, the wait plus `timeout=`.
-    func post(_ path: String, _ body: SecretBytes, seconds: Int? = nil) throws(ValidatorFailure) -> JSONValue {
+    func post(_ path: APIPath, _ body: SecretBytes, seconds: Int? = nil) throws(ValidatorFailure) -> JSONValue {
         let timeoutMilliseconds = (seconds ?? settings.timeout) * 1000
         var response = securotp_http_response()
         defer { securotp_http_response_free(&response) }
@@ -129,8 +129,8 @@ struct ValidatorClient {
     }
 
     /// One transfer.
-    private func perform(_ path: String, _ body: SecretBytes, _ response: inout securotp_http_response, timeoutMilliseconds: Int) -> Int32 {
-        address.url(path).withCString { (url: UnsafePointer<CChar>) -> Int32 in
+    private func perform(_ path: APIPath, _ body: SecretBytes, _ response: inout securotp_http_response, timeoutMilliseconds: Int) -> Int32 {
+        address.url(path.template).withCString { (url: UnsafePointer<CChar>) -> Int32 in
             withOptionalCString(settings.caFile) { (caFile: UnsafePointer<CChar>?) -> Int32 in
                 withOptionalCString(settings.clientCertificate) { (certificate: UnsafePointer<CChar>?) -> Int32 in
                     withOptionalCString(settings.clientKey) { (key: UnsafePointer<CChar>?) -> Int32 in

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SecurOTPCore
 import SecurOTPService
 
 /// What admins call: every `securotp` operation, plus hosts, admins and the audit log.
@@ -14,98 +15,98 @@ struct AdminRoutes {
     }
 
     private func addTokens(to group: RouterGroup<ValidatorRequestContext>) {
-        group.get("tokens") { request, context in
+        group.get(APIPath.tokens.route()) { request, context in
             let user = request.uri.queryParameters["user"].map(String.init)
             return JSONResponse(try await service.tokens(user: user, caller: try context.requireCaller()))
         }
-        group.post("users/:user/tokens") { request, context in
+        group.post(APIPath.userTokens.route()) { request, context in
             let body = try await request.decode(as: EnrollRequest.self, context: context)
             return JSONResponse(try await service.enroll(user: try user(context), body, caller: try context.requireCaller()), status: .created)
         }
-        group.delete("users/:user/tokens") { _, context in
+        group.delete(APIPath.userTokens.route()) { _, context in
             JSONResponse(try await service.reset(user: try user(context), caller: try context.requireCaller()))
         }
-        group.post("users/:user/tokens/import") { request, context in
+        group.post(APIPath.userTokensImport.route()) { request, context in
             let body = try await request.decode(as: ImportRequest.self, context: context)
             return JSONResponse(try await service.importTokens(user: try user(context), body, caller: try context.requireCaller()), status: .created)
         }
         // FIDO credentials (docs/fido.md, "Remote mode"): `securotp --server URL import`, `fido enroll`, `fido export`.
-        group.post("users/:user/fido") { request, context in
+        group.post(APIPath.userFido.route()) { request, context in
             let body = try await request.decode(as: FidoAddRequest.self, context: context)
             return JSONResponse(try await service.addFido(user: try user(context), body, caller: try context.requireCaller()), status: .created)
         }
-        group.get("users/:user/fido") { _, context in
+        group.get(APIPath.userFido.route()) { _, context in
             JSONResponse(try await service.fidoCredentials(user: try user(context), caller: try context.requireCaller()))
         }
         // Login-method policies (`securotp --server URL policy`; docs/configuration.md, "Login methods").
-        group.get("policies") { _, context in
+        group.get(APIPath.policies.route()) { _, context in
             JSONResponse(try await service.methodPolicies(caller: try context.requireCaller()))
         }
-        group.put("policies/:subject") { request, context in
+        group.put(APIPath.policy.route()) { request, context in
             let body = try await request.decode(as: MethodPolicyRequest.self, context: context)
             return JSONResponse(try await service.setMethodPolicy(subject: try subject(context), body, caller: try context.requireCaller()))
         }
-        group.delete("policies/:subject") { _, context in
+        group.delete(APIPath.policy.route()) { _, context in
             try await service.clearMethodPolicy(subject: try subject(context), caller: try context.requireCaller())
             return NoContent()
         }
-        group.patch("users/:user/tokens/:serial") { request, context in
+        group.patch(APIPath.userToken.route()) { request, context in
             let body = try await request.decode(as: NicknameRequest.self, context: context)
             try await service.setNickname(user: try user(context), serial: try serial(context), body, caller: try context.requireCaller())
             return NoContent()
         }
-        group.delete("users/:user/tokens/:serial") { _, context in
+        group.delete(APIPath.userToken.route()) { _, context in
             try await service.deleteToken(user: try user(context), serial: try serial(context), caller: try context.requireCaller())
             return NoContent()
         }
-        group.put("users/:user/tokens/:serial/pin") { request, context in
+        group.put(APIPath.userTokenPIN.route()) { request, context in
             let body = try await request.decode(as: PINRequest.self, context: context)
             try await service.setPIN(user: try user(context), serial: try serial(context), body, caller: try context.requireCaller())
             return NoContent()
         }
-        group.delete("users/:user/tokens/:serial/pin") { _, context in
+        group.delete(APIPath.userTokenPIN.route()) { _, context in
             try await service.clearPIN(user: try user(context), serial: try serial(context), caller: try context.requireCaller())
             return NoContent()
         }
-        group.post("users/:user/tokens/:serial/pin/require") { _, context in
+        group.post(APIPath.userTokenPINRequire.route()) { _, context in
             try await service.requirePIN(user: try user(context), serial: try serial(context), caller: try context.requireCaller())
             return NoContent()
         }
-        group.post("users/:user/tokens/:serial/resync") { request, context in
+        group.post(APIPath.userTokenResync.route()) { request, context in
             let body = try await request.decode(as: ResyncRequest.self, context: context)
             return JSONResponse(try await service.resync(user: try user(context), serial: try serial(context), body, caller: try context.requireCaller()))
         }
-        group.post("users/:user/unlock") { _, context in
+        group.post(APIPath.userUnlock.route()) { _, context in
             JSONResponse(try await service.unlock(user: try user(context), caller: try context.requireCaller()))
         }
-        group.post("users/:user/recovery-codes") { request, context in
+        group.post(APIPath.userRecoveryCodes.route()) { request, context in
             let body = try await request.decode(as: RecoveryCodesRequest.self, context: context)
             return JSONResponse(try await service.recoveryCodes(user: try user(context), body, caller: try context.requireCaller()), status: .created)
         }
-        group.get("users/:user/binding-id") { _, context in
+        group.get(APIPath.userBindingID.route()) { _, context in
             JSONResponse(try await service.bindingID(user: try user(context), caller: try context.requireCaller()))
         }
-        group.get("status") { _, context in
+        group.get(APIPath.status.route()) { _, context in
             JSONResponse(try await service.status(caller: try context.requireCaller()))
         }
     }
 
     private func addAccess(to group: RouterGroup<ValidatorRequestContext>) {
         for kind in [CredentialKind.host, .admin] {
-            let path = RouterPath(stringLiteral: kind == .host ? "hosts" : "admins")
-            group.post(path) { request, context in
+            let (collection, member): (APIPath, APIPath) = kind == .host ? (.hosts, .host) : (.admins, .admin)
+            group.post(collection.route()) { request, context in
                 let body = try await request.decode(as: CredentialRequest.self, context: context)
                 return JSONResponse(try await service.addCredential(kind: kind, body, caller: try context.requireCaller()), status: .created)
             }
-            group.get(path) { _, context in
+            group.get(collection.route()) { _, context in
                 JSONResponse(try await service.credentials(kind: kind, caller: try context.requireCaller()))
             }
-            group.delete(RouterPath(stringLiteral: "\(path)/:name")) { _, context in
+            group.delete(member.route()) { _, context in
                 try await service.revokeCredential(kind: kind, name: try context.pathParameter("name"), caller: try context.requireCaller())
                 return NoContent()
             }
         }
-        group.get("audit") { request, context in
+        group.get(APIPath.audit.route()) { request, context in
             let user = request.uri.queryParameters["user"].map(String.init)
             let limit = request.uri.queryParameters["limit"].flatMap { Int(String($0)) } ?? 100
             return JSONResponse(try await service.audit(user: user, limit: limit, caller: try context.requireCaller()))

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SecurOTPCore
 import SecurOTPService
 import SecurOTPStore
 
@@ -24,7 +25,7 @@ struct HostRoutes {
     static let outOfScopeReason = "user outside the host's users and groups"
 
     func add(to group: RouterGroup<ValidatorRequestContext>) {
-        group.post("preflight") { request, context in
+        group.post(APIPath.preflight.route()) { request, context in
             let body = try await request.decode(as: PreflightRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "preflight", countsAgainstUser: false)
             var answer = try await service.preflight(body, caller: caller)
@@ -37,7 +38,7 @@ struct HostRoutes {
         }
         addPush(to: group)
         addFido(to: group)
-        group.post("verify") { request, context in
+        group.post(APIPath.verify.route()) { request, context in
             let body = try await request.decode(as: VerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "verify", countsAgainstUser: true)
             guard allowed else { return JSONResponse(await counted(try await outOfScope(body.user, caller: caller), user: body.user, context: context)) }
@@ -60,7 +61,7 @@ struct HostRoutes {
             // verification's own read.
             return JSONResponse(await counted(try await service.verify(body, caller: caller), user: body.user, context: context))
         }
-        group.post("verify/answer") { request, context in
+        group.post(APIPath.verifyAnswer.route()) { request, context in
             let body = try await request.decode(as: AnswerRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "answer", countsAgainstUser: true)
             guard allowed else { return JSONResponse(await counted(try await outOfScope(body.user, caller: caller), user: body.user, context: context)) }
@@ -71,7 +72,7 @@ struct HostRoutes {
     /// docs/push.md: a host asks the user's devices and waits for the answer. A user outside the
     /// host's scope gets the refusal of a user without devices.
     private func addPush(to group: RouterGroup<ValidatorRequestContext>) {
-        group.post("push") { request, context in
+        group.post(APIPath.push.route()) { request, context in
             let body = try await request.decode(as: PushOpenRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "push", countsAgainstUser: true)
             guard allowed else { throw ServiceError(.conflict, PushDecisions.noActiveDevice(user: body.user).message) }
@@ -83,16 +84,16 @@ struct HostRoutes {
             if !MethodRules.allowsPasscodes(check.methods) { opened.offline = nil }
             return JSONResponse(opened, status: .created)
         }
-        group.post("push/wait") { request, context in
+        group.post(APIPath.pushWait.route()) { request, context in
             let body = try await request.decode(as: PushWaitRequest.self, context: context)
             return try await push.wait(body, caller: try context.requireCaller(), context: context)
         }
-        group.post("push/result") { request, context in
+        group.post(APIPath.pushResult.route()) { request, context in
             let body = try await request.decode(as: PushResultRequest.self, context: context)
             try await push.result(body, caller: try context.requireCaller())
             return NoContent()
         }
-        group.post("push/cancel") { request, context in
+        group.post(APIPath.pushCancel.route()) { request, context in
             let body = try await request.decode(as: PushCancelRequest.self, context: context)
             return JSONResponse(try await push.cancel(body, caller: try context.requireCaller()))
         }
@@ -102,7 +103,7 @@ struct HostRoutes {
     /// assertion the host's key made. A user outside the host's scope is offered no credential
     /// (as a user without one) and an assertion for one is rejected as a wrong code.
     private func addFido(to group: RouterGroup<ValidatorRequestContext>) {
-        group.post("fido/challenge") { request, context in
+        group.post(APIPath.fidoChallenge.route()) { request, context in
             let body = try await request.decode(as: FidoChallengeRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "fido challenge", countsAgainstUser: true)
             // fido not among the user's methods: the answer of a user without a credential for
@@ -114,7 +115,7 @@ struct HostRoutes {
             if !allowed { answer.credentials = [] }
             return JSONResponse(answer)
         }
-        group.post("fido/verify") { request, context in
+        group.post(APIPath.fidoVerify.route()) { request, context in
             let body = try await request.decode(as: FidoVerifyRequest.self, context: context)
             let (caller, allowed) = try await admit(body.user, context: context, action: "fido verify", countsAgainstUser: true)
             guard allowed else { return JSONResponse(await counted(try await outOfScope(body.user, caller: caller), user: body.user, context: context)) }

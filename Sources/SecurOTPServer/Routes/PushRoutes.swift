@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import SecurOTPCore
 import Logging
 import SecurOTPService
 
@@ -118,7 +119,7 @@ struct PushRoutes {
     /// AddressRateLimit. A refused code is counted in `misses`, which audits them per address
     /// in aggregate (the store audits only a code that names a device, as an expired one).
     func addActivation(to group: RouterGroup<ValidatorRequestContext>, misses: AnonymousMisses) {
-        group.post("devices/activate") { request, context in
+        group.post(APIPath.devicesActivate.route()) { request, context in
             let body = try await request.decode(as: DeviceActivationRequest.self, context: context)
             do {
                 return JSONResponse(try await service().activateDevice(body, address: context.peer))
@@ -131,14 +132,14 @@ struct PushRoutes {
 
     /// Behind DeviceAuthenticate.
     func addDevice(to group: RouterGroup<ValidatorRequestContext>) {
-        group.post("device/requests") { request, context in
+        group.post(APIPath.deviceRequests.route()) { request, context in
             let body = try await request.decode(as: DeviceWaitRequest.self, context: context)
             let caller = try context.requireCaller()
             let owner = WaitOwner.device(id: caller.name, user: caller.users.first ?? "", address: AddressRateLimit.key(context.remoteAddress))
             return try await pending(caller: caller, owner: owner, wait: try Self.waitSeconds(body.wait), known: try Self.knownIDs(body.known),
                                      context: context)
         }
-        group.post("device/answer") { request, context in
+        group.post(APIPath.deviceAnswer.route()) { request, context in
             let body = try await request.decode(as: DeviceAnswerRequest.self, context: context)
             let caller = try context.requireCaller()
             let answer = try await service().answerPush(body, caller: caller)
@@ -146,15 +147,15 @@ struct PushRoutes {
             if let user = caller.users.first { await waiters.notify(PushWaiters.user(user)) }
             return JSONResponse(answer)
         }
-        group.post("device/blocked") { _, context in
+        group.post(APIPath.deviceBlocked.route()) { _, context in
             try await service().blockDevice(caller: try context.requireCaller())
             return JSONResponse(DeviceStateResponse(state: "blocked"))
         }
-        group.post("device/unlock") { request, context in
+        group.post(APIPath.deviceUnlock.route()) { request, context in
             let body = try await request.decode(as: DeviceUnlockRequest.self, context: context)
             return JSONResponse(try await service().unlockDevice(body, caller: try context.requireCaller()))
         }
-        group.post("device/remove") { _, context in
+        group.post(APIPath.deviceRemove.route()) { _, context in
             try await service().deregisterDevice(caller: try context.requireCaller())
             return NoContent()
         }
@@ -199,31 +200,31 @@ struct PushRoutes {
     // MARK: admins
 
     func addAdmin(to group: RouterGroup<ValidatorRequestContext>) {
-        group.post("users/:user/devices") { request, context in
+        group.post(APIPath.userDevices.route()) { request, context in
             let body = try await request.decode(as: DeviceAddRequest.self, context: context)
             return JSONResponse(try await service().addDevice(user: try context.pathParameter("user"), body, caller: try context.requireCaller()),
                                 status: .created)
         }
-        group.get("devices") { request, context in
+        group.get(APIPath.devices.route()) { request, context in
             let user = request.uri.queryParameters["user"].map(String.init)
             return JSONResponse(try await service().devices(user: user, caller: try context.requireCaller()))
         }
-        group.delete("users/:user/devices/:device") { _, context in
+        group.delete(APIPath.userDevice.route()) { _, context in
             try await service().removeDevice(user: try context.pathParameter("user"), device: try context.pathParameter("device"),
                                              caller: try context.requireCaller())
             return NoContent()
         }
-        group.post("users/:user/devices/:device/unlock-code") { _, context in
+        group.post(APIPath.userDeviceUnlockCode.route()) { _, context in
             JSONResponse(try await service().unlockCode(user: try context.pathParameter("user"), device: try context.pathParameter("device"),
                                                         caller: try context.requireCaller()))
         }
-        group.post("users/:user/devices/:device/certificate") { request, context in
+        group.post(APIPath.userDeviceCertificate.route()) { request, context in
             let body = try await request.decode(as: DeviceCertificateRequest.self, context: context)
             try await service().setCertificate(user: try context.pathParameter("user"), device: try context.pathParameter("device"), body,
                                                caller: try context.requireCaller())
             return NoContent()
         }
-        group.post("users/:user/push/unblock") { _, context in
+        group.post(APIPath.userPushUnblock.route()) { _, context in
             JSONResponse(try await service().unblockPush(user: try context.pathParameter("user"), caller: try context.requireCaller()))
         }
     }

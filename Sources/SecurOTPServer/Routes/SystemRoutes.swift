@@ -16,7 +16,7 @@ struct SystemRoutes {
     }
 
     func add(to router: Router<ValidatorRequestContext>) {
-        router.get("v1/health") { request, context in
+        router.get(APIPath.health.route(in: "")) { request, context in
             guard await health.healthy() else {
                 throw ServiceError(.unavailable, "the store does not answer")
             }

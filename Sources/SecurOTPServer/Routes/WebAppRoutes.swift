@@ -1,4 +1,5 @@
 import Hummingbird
+import SecurOTPCore
 import NIOCore
 
 /// The phone page (docs/push.md, "Phones without an app"): `/app/` and its few files, embedded
@@ -17,13 +18,13 @@ struct WebAppRoutes {
     func add(to router: Router<ValidatorRequestContext>) {
         // The router treats /app and /app/ alike; the page's relative scope (and its service
         // worker's) needs the slash, so /app redirects.
-        router.get("app") { request, _ in
+        router.get(APIPath.app.route(in: "")) { request, _ in
             guard request.uri.path.hasSuffix("/") else {
                 return Response(status: .movedPermanently, headers: [.location: "/app/", .cacheControl: "no-cache"])
             }
             return try file("index.html")
         }
-        router.get("app/:file") { _, context in
+        router.get(APIPath.appFile.route(in: "")) { _, context in
             let name = try context.parameters.require("file")
             // One URL per file: the page is /app/, not /app/index.html.
             guard name != "index.html" else { throw HTTPError(.notFound) }

@@ -1,4 +1,5 @@
 import Hummingbird
+import SecurOTPCore
 import SecurOTPService
 
 /// Phones without an app (docs/push.md "Phones without an app"): the passkey page's enrollment
@@ -12,18 +13,18 @@ struct WebRoutes {
     }
 
     func add(to group: RouterGroup<ValidatorRequestContext>) {
-        group.post("web/enroll/options") { request, context in
+        group.post(APIPath.webEnrollOptions.route()) { request, context in
             let body = try await request.decode(as: WebEnrollOptionsRequest.self, context: context)
             return JSONResponse(try await service().webEnrollOptions(body, address: context.peer))
         }
-        group.post("web/enroll") { request, context in
+        group.post(APIPath.webEnroll.route()) { request, context in
             let body = try await request.decode(as: WebEnrollRequest.self, context: context)
             return JSONResponse(try await service().webEnroll(body, address: context.peer))
         }
-        group.post("web/session/options") { _, context in
+        group.post(APIPath.webSessionOptions.route()) { _, context in
             JSONResponse(try await service().webSessionOptions(address: context.peer))
         }
-        group.post("web/session") { request, context in
+        group.post(APIPath.webSession.route()) { request, context in
             let body = try await request.decode(as: WebSessionRequest.self, context: context)
             return JSONResponse(try await service().webSession(body, address: context.peer))
         }

@@ -1,3 +1,5 @@
+import SecurOTPCore
+
 /// `securotp --server URL device …`: the admin's device calls through the /v1 API. The calls
 /// of devices and hosts are theirs to make with their own credentials, never an admin's.
 extension RemoteTokenService: DeviceService {
@@ -5,30 +7,30 @@ extension RemoteTokenService: DeviceService {
 
     private static let notAdmin = ServiceError(.notSupported, "devices and hosts make this call with their own credential, not through securotp --server")
 
-    private func device(_ user: String, _ device: String) -> String { "\(self.user(user))/devices/\(Self.segment(device))" }
+    private static func device(_ path: APIPath, _ user: String, _ device: String) -> String { Self.path(path, ["user": user, "device": device]) }
 
     public func addDevice(user: String, _ request: DeviceAddRequest, caller: Caller) async throws(ServiceError) -> DeviceAdded {
-        try await call("POST", "\(self.user(user))/devices", request)
+        try await call("POST", Self.path(.userDevices, ["user": user]), request)
     }
 
     public func devices(user: String?, caller: Caller) async throws(ServiceError) -> DeviceList {
-        try await call("GET", "/v1/devices" + (user.map { "?user=\(Self.segment($0))" } ?? ""))
+        try await call("GET", Self.path(.devices, query: user.map { [("user", $0)] } ?? []))
     }
 
     public func removeDevice(user: String, device: String, caller: Caller) async throws(ServiceError) {
-        try await send("DELETE", self.device(user, device))
+        try await send("DELETE", Self.device(.userDevice, user, device))
     }
 
     public func unlockCode(user: String, device: String, caller: Caller) async throws(ServiceError) -> DeviceUnlockCode {
-        try await call("POST", "\(self.device(user, device))/unlock-code", Empty())
+        try await call("POST", Self.device(.userDeviceUnlockCode, user, device), Empty())
     }
 
     public func setCertificate(user: String, device: String, _ request: DeviceCertificateRequest, caller: Caller) async throws(ServiceError) {
-        try await send("POST", "\(self.device(user, device))/certificate", request)
+        try await send("POST", Self.device(.userDeviceCertificate, user, device), request)
     }
 
     public func unblockPush(user: String, caller: Caller) async throws(ServiceError) -> PushUnblocked {
-        try await call("POST", "\(self.user(user))/push/unblock", Empty())
+        try await call("POST", Self.path(.userPushUnblock, ["user": user]), Empty())
     }
 
     public func activateDevice(_ request: DeviceActivationRequest, address: String) async throws(ServiceError) -> DeviceActivated { throw Self.notAdmin }

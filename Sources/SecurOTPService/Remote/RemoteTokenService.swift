@@ -1,5 +1,6 @@
 import CHTTP
 import Foundation
+import SecurOTPCore
 import SecurOTPStore
 
 /// A TokenService answered by a remote securotpd over HTTPS: `securotp --server URL
@@ -139,115 +140,125 @@ public final class RemoteTokenService: TokenService {
         text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
     }
 
-    func user(_ user: String) -> String { "/v1/users/\(Self.segment(user))" }
-    private func token(_ user: String, _ serial: String) -> String { "\(self.user(user))/tokens/\(Self.segment(serial))" }
+    /// `path` with its `{name}` parameters filled, each value percent-encoded as one segment.
+    static func path(_ path: APIPath, _ values: [String: String] = [:], query: [(String, String)] = []) -> String {
+        let filled = path.template.split(separator: "/", omittingEmptySubsequences: false).map { part -> String in
+            guard part.hasPrefix("{"), part.hasSuffix("}") else { return String(part) }
+            guard let value = values[String(part.dropFirst().dropLast())] else { preconditionFailure("\(path) needs \(part)") }
+            return segment(value)
+        }.joined(separator: "/")
+        return query.isEmpty ? filled : filled + "?" + query.map { "\($0.0)=\(segment($0.1))" }.joined(separator: "&")
+    }
+
+    private static func token(_ path: APIPath, _ user: String, _ serial: String) -> String { Self.path(path, ["user": user, "serial": serial]) }
 
     // MARK: hosts
 
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
-        try await call("POST", "/v1/preflight", request)
+        try await call("POST", Self.path(.preflight), request)
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        try await call("POST", "/v1/verify", request)
+        try await call("POST", Self.path(.verify), request)
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
-        try await call("POST", "/v1/verify/answer", request)
+        try await call("POST", Self.path(.verifyAnswer), request)
     }
 
     // MARK: tokens
 
     public func enroll(user: String, _ request: EnrollRequest, caller: Caller) async throws(ServiceError) -> EnrollResponse {
-        try await call("POST", "\(self.user(user))/tokens", request)
+        try await call("POST", Self.path(.userTokens, ["user": user]), request)
     }
 
     public func importTokens(user: String, _ request: ImportRequest, caller: Caller) async throws(ServiceError) -> TokenList {
-        try await call("POST", "\(self.user(user))/tokens/import", request)
+        try await call("POST", Self.path(.userTokensImport, ["user": user]), request)
     }
 
     public func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
-        try await call("POST", "\(self.user(user))/fido", request)
+        try await call("POST", Self.path(.userFido, ["user": user]), request)
     }
 
     public func fidoCredentials(user: String, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
-        try await call("GET", "\(self.user(user))/fido")
+        try await call("GET", Self.path(.userFido, ["user": user]))
     }
 
     public func methodPolicies(caller: Caller) async throws(ServiceError) -> MethodPolicyList {
-        try await call("GET", "/v1/policies")
+        try await call("GET", Self.path(.policies))
     }
 
     public func setMethodPolicy(subject: String, _ request: MethodPolicyRequest, caller: Caller) async throws(ServiceError) -> MethodPolicyInfo {
-        try await call("PUT", "/v1/policies/\(Self.segment(subject))", request)
+        try await call("PUT", Self.path(.policy, ["subject": subject]), request)
     }
 
     public func clearMethodPolicy(subject: String, caller: Caller) async throws(ServiceError) {
-        try await send("DELETE", "/v1/policies/\(Self.segment(subject))")
+        try await send("DELETE", Self.path(.policy, ["subject": subject]))
     }
 
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
-        try await call("GET", "/v1/tokens" + (user.map { "?user=\(Self.segment($0))" } ?? ""))
+        try await call("GET", Self.path(.tokens, query: user.map { [("user", $0)] } ?? []))
     }
 
     public func setNickname(user: String, serial: String, _ request: NicknameRequest, caller: Caller) async throws(ServiceError) {
-        try await send("PATCH", token(user, serial), request)
+        try await send("PATCH", Self.token(.userToken, user, serial), request)
     }
 
     public func deleteToken(user: String, serial: String, caller: Caller) async throws(ServiceError) {
-        try await send("DELETE", token(user, serial))
+        try await send("DELETE", Self.token(.userToken, user, serial))
     }
 
     public func reset(user: String, caller: Caller) async throws(ServiceError) -> ResetResponse {
-        try await call("DELETE", "\(self.user(user))/tokens")
+        try await call("DELETE", Self.path(.userTokens, ["user": user]))
     }
 
     public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
-        try await call("POST", "\(self.user(user))/unlock")
+        try await call("POST", Self.path(.userUnlock, ["user": user]))
     }
 
     public func setPIN(user: String, serial: String, _ request: PINRequest, caller: Caller) async throws(ServiceError) {
-        try await send("PUT", "\(token(user, serial))/pin", request)
+        try await send("PUT", Self.token(.userTokenPIN, user, serial), request)
     }
 
     public func clearPIN(user: String, serial: String, caller: Caller) async throws(ServiceError) {
-        try await send("DELETE", "\(token(user, serial))/pin")
+        try await send("DELETE", Self.token(.userTokenPIN, user, serial))
     }
 
     public func requirePIN(user: String, serial: String, caller: Caller) async throws(ServiceError) {
-        try await send("POST", "\(token(user, serial))/pin/require")
+        try await send("POST", Self.token(.userTokenPINRequire, user, serial))
     }
 
     public func resync(user: String, serial: String, _ request: ResyncRequest, caller: Caller) async throws(ServiceError) -> ResyncResponse {
-        try await call("POST", "\(token(user, serial))/resync", request)
+        try await call("POST", Self.token(.userTokenResync, user, serial), request)
     }
 
     public func recoveryCodes(user: String, _ request: RecoveryCodesRequest, caller: Caller) async throws(ServiceError) -> RecoveryCodesResponse {
-        try await call("POST", "\(self.user(user))/recovery-codes", request)
+        try await call("POST", Self.path(.userRecoveryCodes, ["user": user]), request)
     }
 
     public func bindingID(user: String, caller: Caller) async throws(ServiceError) -> BindingIDResponse {
-        try await call("GET", "\(self.user(user))/binding-id")
+        try await call("GET", Self.path(.userBindingID, ["user": user]))
     }
 
     public func status(caller: Caller) async throws(ServiceError) -> StatusResponse {
-        try await call("GET", "/v1/status")
+        try await call("GET", Self.path(.status))
     }
 
     // MARK: access
 
-    private static func collection(_ kind: CredentialKind) -> String { kind == .host ? "/v1/hosts" : "/v1/admins" }
+    private static func collection(_ kind: CredentialKind) -> APIPath { kind == .host ? .hosts : .admins }
+    private static func member(_ kind: CredentialKind) -> APIPath { kind == .host ? .host : .admin }
 
     public func addCredential(kind: CredentialKind, _ request: CredentialRequest, caller: Caller) async throws(ServiceError) -> CredentialCreated {
-        try await call("POST", Self.collection(kind), request)
+        try await call("POST", Self.path(Self.collection(kind)), request)
     }
 
     public func credentials(kind: CredentialKind, caller: Caller) async throws(ServiceError) -> CredentialList {
-        try await call("GET", Self.collection(kind))
+        try await call("GET", Self.path(Self.collection(kind)))
     }
 
     public func revokeCredential(kind: CredentialKind, name: String, caller: Caller) async throws(ServiceError) {
-        try await send("DELETE", "\(Self.collection(kind))/\(Self.segment(name))")
+        try await send("DELETE", Self.path(Self.member(kind), ["name": name]))
     }
 
     public func authenticate(credential: String, address: String) async throws(ServiceError) -> Caller {
@@ -255,9 +266,7 @@ public final class RemoteTokenService: TokenService {
     }
 
     public func audit(user: String?, limit: Int, caller: Caller) async throws(ServiceError) -> AuditList {
-        var query = "?limit=\(limit)"
-        if let user { query += "&user=\(Self.segment(user))" }
-        return try await call("GET", "/v1/audit" + query)
+        return try await call("GET", Self.path(.audit, query: [("limit", "\(limit)")] + (user.map { [("user", $0)] } ?? [])))
     }
 
     public func record(_ entry: AuditEntry) async {}
@@ -267,7 +276,7 @@ public final class RemoteTokenService: TokenService {
     }
 
     public func checkHealth() async throws(ServiceError) {
-        let health: HealthResponse = try await call("GET", "/v1/health")
+        let health: HealthResponse = try await call("GET", Self.path(.health))
         guard health.status == "ok" else { throw ServiceError(.unavailable, "the validator at \(server) reports \(health.status)") }
     }
 

@@ -110,7 +110,7 @@ enum RemoteChecks {
         let seconds = min(remote.timeout, maxHealthSeconds)
         var response = securotp_http_response()
         defer { securotp_http_response_free(&response) }
-        let rc = address.url("/v1/health").withCString { url in
+        let rc = address.url(APIPath.health.template).withCString { url in
             optionalCString(remote.caFile) { caFile in
                 optionalCString(remote.clientCertificate) { certificate in
                     optionalCString(remote.clientKey) { key in
