@@ -93,7 +93,9 @@ struct AttackReviewAPITests {
 
     @Test("Health: 503 when the store is gone (the node's PostgreSQL database dropped under it), so a load balancer drops the node", .needsPostgreSQL)
     func healthWithoutStore() async throws {
-        let fixture = try await ValidatorFixture.make(.postgres)
+        // The default deadline: a dropped database does not fail the check at once, the pool
+        // keeps trying to connect until the deadline ends it.
+        let fixture = try await ValidatorFixture.make(.postgres) { $0.healthTimeoutSeconds = 2 }
         try await fixture.withClient { client in
             try TestPostgres.sql("DROP DATABASE IF EXISTS \(fixture.database ?? "") WITH (FORCE)")
             let gone = try await client.call(.get, "/v1/health")
