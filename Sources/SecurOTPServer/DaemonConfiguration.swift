@@ -85,7 +85,7 @@ public struct DaemonConfiguration: Sendable {
                                         "rate_limit_user", "metrics", "metrics_listen", "audit_retention_days", "log_level",
                                         "push_limit", "push_lifetime", "activation_lifetime", "device_pin", "device_pin_min", "device_pin_max",
                                         "push_waiters", "idle_timeout", "push_hook_url", "push_hook_command", "public_url", "rate_limit_web",
-                                        "push_limit_interval", "rate_limit_device"] + storeKeys.sorted()
+                                        "push_limit_interval", "rate_limit_device", "health_timeout"] + storeKeys.sorted()
 
     public mutating func apply(key: String, value: String, origin: String) throws(ServiceError) {
         func fail(_ expectation: String) -> ServiceError {

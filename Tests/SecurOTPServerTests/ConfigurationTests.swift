@@ -5,6 +5,25 @@ import Testing
 
 @Suite("securotpd configuration")
 struct ConfigurationTests {
+    @Test("Every key docs/validator.md lists is a key securotpd reads from the environment too (SECUROTPD_<KEY>)")
+    func documentedKeysAreEnvironmentKeys() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("docs/validator.md"), encoding: .utf8)
+        let table = text.components(separatedBy: "| key | flag |").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
+        // The first cell of each row: one key or several (`device_pin_min`, `device_pin_max`).
+        let documented = table.split(separator: "\n").compactMap { row -> [String]? in
+            guard row.hasPrefix("| `") else { return nil }
+            let cell = row.dropFirst(2).prefix { $0 != "|" }
+            return cell.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " `")) }
+        }.flatMap { $0 }
+        #expect(documented.count > 30, "\(documented)")
+        let missing = documented.filter { !DaemonConfiguration.keys.contains($0) }
+        #expect(missing.isEmpty, "documented, but SECUROTPD_<KEY> is not read for: \(missing)")
+        var configuration = DaemonConfiguration()
+        try configuration.applyEnvironment(["SECUROTPD_HEALTH_TIMEOUT": "5"])
+        #expect(configuration.healthTimeoutSeconds == 5)
+    }
+
     static func write(_ text: String, mode: Int = 0o600) throws -> (directory: String, path: String) {
         let directory = try ValidatorFixture.temporaryDirectory()
         let path = directory + "/securotpd.conf"
