@@ -5,43 +5,57 @@
 # a module of a few hundred KB that loads like a C module. bench/README.md has the numbers.
 #
 # Output: .build/embedded/pam_securotp.so (SECUROTP_EMBEDDED_OUT=DIR: DIR/pam_securotp.so).
+# The objects are compiled once into .build/embedded-objects and reused while nothing they are
+# made from changed (a hash of the compiler, this script and every source and header): the
+# Debian package links the same objects again, dynamically, and a second compile cost CI ~4 min.
 # Usage: pam/embedded/build.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${SECUROTP_EMBEDDED_OUT:-.build/embedded}
-mkdir -p "$out"
+objects=.build/embedded-objects
+mkdir -p "$out" "$objects"
 swiftc=$(command -v swiftc)
 clang=$(dirname "$swiftc")/clang
+
+c_targets=(CPAM COpenSSL CSQLite CHTTP CFido2)
+swift_modules=(SecurOTPCore:Sources/SecurOTPCore SecurOTPSecurID:Sources/SecurOTPSecurID SecurOTPEngine:Sources/SecurOTPEngine
+               SecurOTPStore:Sources/SecurOTPStore SecurOTPPAM:Sources/SecurOTPPAM PAMModule:pam/pam_securotp)
+inputs_hash() {
+  { "$swiftc" --version 2>&1; cat "$0"
+    find Sources/CPAM Sources/COpenSSL Sources/CSQLite Sources/CPosix Sources/CHTTP Sources/CFido2 \
+         Sources/SecurOTPCore Sources/SecurOTPSecurID Sources/SecurOTPEngine Sources/SecurOTPStore Sources/SecurOTPPAM \
+         pam/pam_securotp -type f | LC_ALL=C sort | xargs sha256sum; } | sha256sum | cut -d' ' -f1
+}
+hash=$(inputs_hash)
+if [ "$(cat "$objects/inputs.sha256" 2>/dev/null)" != "$hash" ]; then
+rm -f "$objects/inputs.sha256"
 
 # C targets: their include/ directories hold the module maps Swift imports.
 includes=()
 for c in CPAM COpenSSL CSQLite CPosix CHTTP CFido2; do includes+=(-I "Sources/$c/include"); done
 # CHTTP needs libcurl's headers only: libcurl itself is dlopen'd on first use (remote mode).
 # CFido2 likewise needs libfido2's headers only (FIDO security keys, docs/fido.md).
-for c in CPAM COpenSSL CSQLite CHTTP CFido2; do
-  "$clang" -c -O2 -fPIC -fvisibility=hidden -I "Sources/$c/include" Sources/$c/*.c -o "$out/$c.o"
+for c in "${c_targets[@]}"; do
+  "$clang" -c -O2 -fPIC -fvisibility=hidden -I "Sources/$c/include" Sources/$c/*.c -o "$objects/$c.o"
 done
 
 swift_flags=(
   -enable-experimental-feature Embedded -wmo -Osize -parse-as-library
   -Xfrontend -disable-implicit-concurrency-module-import
   -Xfrontend -disable-implicit-string-processing-module-import
-  -Xcc -fPIC -I "$out" "${includes[@]}"
+  -Xcc -fPIC -I "$objects" "${includes[@]}"
 )
 # One module per target, in dependency order, as SwiftPM would.
 # Sources may sit in sub-folders (SecurOTPEngine/Verification), which SwiftPM includes too.
 build_module() {
   local name=$1 dir=$2 sources
   mapfile -t sources < <(find "$dir" -name '*.swift' | sort)
-  "$swiftc" "${swift_flags[@]}" -module-name "$name" -emit-module -emit-module-path "$out/$name.swiftmodule" \
-    -emit-object -o "$out/$name.o" "${sources[@]}"
+  "$swiftc" "${swift_flags[@]}" -module-name "$name" -emit-module -emit-module-path "$objects/$name.swiftmodule" \
+    -emit-object -o "$objects/$name.o" "${sources[@]}"
 }
-build_module SecurOTPCore Sources/SecurOTPCore
-build_module SecurOTPSecurID Sources/SecurOTPSecurID
-build_module SecurOTPEngine Sources/SecurOTPEngine
-build_module SecurOTPStore Sources/SecurOTPStore
-build_module SecurOTPPAM Sources/SecurOTPPAM
-build_module PAMModule pam/pam_securotp
+for module in "${swift_modules[@]}"; do build_module "${module%%:*}" "${module#*:}"; done
+echo "$hash" > "$objects/inputs.sha256"
+fi
 
 # Static libcrypto/libsqlite3 when available (scripts/module-static-libs.sh), else shared;
 # SECUROTP_MODULE_LINK=dynamic always links the shared ones (the Debian package does).
@@ -50,8 +64,8 @@ libs=(-lcrypto -lsqlite3)
 # String comparison and hashing need the Unicode tables the full runtime would carry.
 unicode=$(dirname "$swiftc")/../lib/swift/embedded/x86_64-unknown-linux-gnu/libswiftUnicodeDataTables.a
 "$clang" -shared -fuse-ld=lld -o "$out/pam_securotp.so" \
-  "$out"/PAMModule.o "$out"/SecurOTPPAM.o "$out"/SecurOTPStore.o "$out"/SecurOTPEngine.o "$out"/SecurOTPSecurID.o "$out"/SecurOTPCore.o \
-  "$out"/CPAM.o "$out"/COpenSSL.o "$out"/CSQLite.o "$out"/CHTTP.o "$out"/CFido2.o \
+  "$objects"/PAMModule.o "$objects"/SecurOTPPAM.o "$objects"/SecurOTPStore.o "$objects"/SecurOTPEngine.o "$objects"/SecurOTPSecurID.o "$objects"/SecurOTPCore.o \
+  "$objects"/CPAM.o "$objects"/COpenSSL.o "$objects"/CSQLite.o "$objects"/CHTTP.o "$objects"/CFido2.o \
   "$unicode" "${libs[@]}" -lpam -lm \
   -Wl,--version-script=pam/pam_securotp/exports.map -Wl,-z,nodelete -Wl,-z,now -Wl,-z,relro \
   -Wl,-z,defs -Wl,--gc-sections -Wl,--as-needed
