@@ -57,7 +57,7 @@ public struct PushDevice {
     public let connection: DeviceConnection
 
     /// FIDO UAF authenticator id of securotp-authenticator (docs/push.md).
-    public static let aaid = "FFFF#0001"
+    public static let aaid = DeviceType.authenticator.aaid
     /// The longest a `watch` long-poll asks the validator to hold (seconds).
     public static let longPollSeconds = 25
 

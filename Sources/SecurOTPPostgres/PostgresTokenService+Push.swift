@@ -43,6 +43,16 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
 
     // MARK: reads and conditional writes
 
+    /// Stores a device's signature counter in the statement that checks it again, so that of
+    /// two nodes taking the same counter one stores it: SignatureCounter.accepts as SQL (0 after
+    /// 0, else it must rise). false: it did not advance (a replay or a cloned device).
+    func advanceSignCounter(device: String, to counter: UInt32, now: Int64, _ connection: PostgresConnection) async throws -> Bool {
+        try await self.changed("""
+            UPDATE devices SET sign_counter = \(Int64(counter)), last_used = \(now)
+            WHERE id = \(device) AND ((\(Int64(counter)) = 0 AND sign_counter = 0) OR sign_counter < \(Int64(counter))) RETURNING 1
+            """, connection)
+    }
+
     func device(id: String, _ connection: PostgresConnection) async throws -> PushDeviceRow? {
         for try await row in try await connection.query("SELECT \(unescaped: Self.deviceColumns) FROM devices WHERE id = \(id)", logger: logger) {
             return try Self.deviceRow(row)
@@ -338,11 +348,8 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
                     logger: self.logger).decode(Int64.self) { count = Int(clamping: value) }
                 return .success(try await run(PushDecisions.afterWrongNumber(count: count)))
             case .approve(let counter):
-                // The counter moves forward in the same statement that checks it (PushDecisions.counterAdvances).
-                guard try await self.changed("""
-                    UPDATE devices SET sign_counter = GREATEST(sign_counter, \(Int64(counter))), last_used = \(now)
-                    WHERE id = \(device.id) AND (\(Int64(counter)) = 0 OR sign_counter < \(Int64(counter))) RETURNING 1
-                    """, connection) else {
+                guard PushDecisions.counterAdvances(counter, stored: device.signCounter),
+                      try await self.advanceSignCounter(device: device.id, to: counter, now: now, connection) else {
                     return .success(try await run(PushDecisions.counterNotAdvanced))
                 }
                 guard case .approve(let signed) = answer.kind, try await self.changed("""

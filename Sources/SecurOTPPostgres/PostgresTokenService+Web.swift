@@ -134,13 +134,8 @@ extension PostgresTokenService: WebDeviceService {
                 try await self.webAudit(action, row.id, row.user, "denied", detail, address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }
-            // The counter moves forward in the statement that checks it (PushDecisions.counterAdvances),
-            // as an approval's does: exactly once across nodes; a counter that does not advance is a
-            // cloned passkey's.
-            guard try await self.changed("""
-                UPDATE devices SET sign_counter = GREATEST(sign_counter, \(Int64(counter))), last_used = \(now)
-                WHERE id = \(row.id) AND (\(Int64(counter)) = 0 OR sign_counter < \(Int64(counter))) RETURNING 1
-                """, connection) else {
+            // Checked again where it is stored, as an approval's counter: exactly once across nodes.
+            guard try await self.advanceSignCounter(device: row.id, to: counter, now: now, connection) else {
                 try await self.webAudit(action, row.id, row.user, "denied", PushDecisions.counterNotAdvancedDetail, address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }

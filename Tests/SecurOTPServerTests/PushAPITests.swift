@@ -119,6 +119,11 @@ struct PushAPITests {
             let added = try await client.call(.post, "/v1/users/alice/devices", [:], bearer: fixture.admin)
             let code = try #require(added.string("activation_code"))
             let key = PushRules.base64URLEncode(try TestDevice().publicKey)
+            // A kind of device no host can check (DeviceType) is refused before the code is used.
+            for aaid in ["ABCD#0001", DeviceType.phonePasskey.aaid] {
+                let unknown = try await client.call(.post, "/v1/devices/activate", ["activation_code": code, "public_key": key, "aaid": aaid])
+                #expect(unknown.status == 400 && unknown.text.contains("not a device this validator can check"), "\(unknown.text)")
+            }
             let first = try await client.call(.post, "/v1/devices/activate", ["activation_code": code, "public_key": key])
             #expect(first.status == 200)
             let second = try await client.call(.post, "/v1/devices/activate", ["activation_code": code, "public_key": key])

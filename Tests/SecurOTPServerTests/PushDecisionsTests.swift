@@ -57,8 +57,12 @@ struct PushDecisionsTests {
         guard case .change(let change) = PushDecisions.answer(try Self.answer("approve"), row: Self.row(), device: Self.device,
                                                               requireUserVerification: true, now: 10) else { Issue.record("must refuse"); return }
         #expect(change.moveTo == "failed" && change.countFailure == .always && change.ifLost == nil && change.audit?.result == "reject")
-        #expect(PushDecisions.counterAdvances(0, stored: 5) && PushDecisions.counterAdvances(6, stored: 5))
+        #expect(PushDecisions.counterAdvances(0, stored: 0) && PushDecisions.counterAdvances(6, stored: 5))
         #expect(!PushDecisions.counterAdvances(5, stored: 5) && !PushDecisions.counterAdvances(4, stored: 5))
+        // 0 after a counter was seen is refused, as FIDO keys' is (SignatureCounter, WebAuthn §6.1.1).
+        #expect(!PushDecisions.counterAdvances(0, stored: 5))
+        // A stored value no UInt32 holds is corrupt: nothing follows it.
+        #expect(!PushDecisions.counterAdvances(UInt32.max, stored: -1) && !PushDecisions.counterAdvances(0, stored: 1 << 40))
     }
 
     @Test("Opening: fraud block first, then push_limit, then lockout")

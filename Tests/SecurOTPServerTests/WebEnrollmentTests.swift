@@ -374,7 +374,7 @@ struct WebEnrollmentTests {
         return body
     }
 
-    @Test("web session: the assertion's signature counter is recorded once and must advance (a cloned passkey's is refused); 0, a passkey that keeps none, always passes", arguments: Backend.tested)
+    @Test("web session: the assertion's signature counter is recorded once and must advance (a cloned passkey's is refused, 0 after a counter too: WebAuthn §6.1.1, as for FIDO keys); a passkey that keeps none sends 0 after 0 and passes", arguments: Backend.tested)
     func webSessionCounter(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.push.publicURL = try? PublicURL.parse("http://localhost:8080").get() }
         try await fixture.withClient { client in
@@ -391,8 +391,14 @@ struct WebEnrollmentTests {
             let next = try await Self.session(client, passkey, counter: 6)
             #expect(next.answer.status == 200, "\(next.answer.text)")
             let session = try #require(next.answer.string("session"))
+            // 0 after a counter was seen: a clone that keeps none, or a counter reset. Until
+            // this was one rule (SignatureCounter), approvals took it and FIDO keys did not.
+            let zeroAfterSix = try await Self.session(client, passkey, counter: 0)
+            #expect(zeroAfterSix.answer.status == 401, "\(zeroAfterSix.answer.text)")
+            let uncountedPasskey = try SoftPasskey()
+            _ = try await Self.enroll(client, fixture, "bob", uncountedPasskey)
             for _ in 1...2 {
-                let uncounted = try await Self.session(client, passkey, counter: 0)
+                let uncounted = try await Self.session(client, uncountedPasskey, counter: 0)
                 #expect(uncounted.answer.status == 200, "\(uncounted.answer.text)")
             }
 

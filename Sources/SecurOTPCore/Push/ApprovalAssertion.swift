@@ -6,14 +6,33 @@ import COpenSSL
 public enum ClientData {
     public static let pushType = "securotp.push.approve"
     public static let pushOrigin = "securotp:push"
-    /// The RP id of `FFFF#0001` (securotp-authenticator).
+    /// The RP id of securotp-authenticator (DeviceType.authenticator).
     public static let pushRPID = "securotp-push"
     /// Browser passkeys' assertions (issue 16).
     public static let webAuthnGetType = "webauthn.get"
 
-    /// The RP id of a phone's passkey (`FFFF#0002`) from the origin it signed at: its host
+    /// The RP id of a phone's passkey (DeviceType.phonePasskey) from the origin it signed at: its host
     /// name (WebOrigin, the one rule for these origins); nil for anything else (docs/push.md).
     public static func webRPID(origin: String) -> String? { WebOrigin.parse(origin)?.host }
+
+    /// What a verifier reads of client data: its type, challenge (decoded) and origin.
+    public struct Parsed: Sendable, Equatable {
+        public var type: String
+        public var challenge: [UInt8]
+        public var origin: String
+    }
+
+    /// The one reader of client data, for approvals, registrations and sessions: a JSON object
+    /// with string `type`, `challenge` (base64url) and `origin`; nil for anything else, and for
+    /// a page embedded in another origin's frame (WebAuthn's `crossOrigin`), which is never ours.
+    public static func parse(_ json: [UInt8]) -> Parsed? {
+        guard let clientData = JSONReader.parse(json), clientData.isObject,
+              let type = clientData["type"]?.string, let challengeText = clientData["challenge"]?.string,
+              let origin = clientData["origin"]?.string, let challenge = Base64.decode(challengeText, .url)
+        else { return nil }
+        if let crossOrigin = clientData["crossOrigin"], crossOrigin != .bool(false) { return nil }
+        return Parsed(type: type, challenge: challenge, origin: origin)
+    }
 
     /// `{"type":…,"challenge":"<base64url(challenge)>","origin":…}`, keys in this order.
     /// `type` and `origin` are ours (no characters needing escapes); the challenge is base64url.
@@ -82,13 +101,10 @@ public enum ApprovalResult: Sendable, Equatable {
 public enum ApprovalAssertion {
     /// Flags and counter after the 32-byte RP id hash. Extensions (the ED flag) are not
     /// accepted: neither the authenticator nor a passkey's `get` here asks for any.
-    public static let authenticatorDataLength = 37
+    public static let authenticatorDataLength = AuthenticatorData.headLength
     public static let maxClientDataLength = 4096
     /// A DER ECDSA-Sig-Value for P-256 is at most 72 bytes.
     public static let maxSignatureLength = 72
-
-    static let flagUserPresent: UInt8 = 0x01
-    static let flagUserVerified: UInt8 = 0x04
 
     public static func verify(authenticatorData: [UInt8], clientDataJSON: [UInt8], signature: [UInt8],
                               publicKey: [UInt8], expectedChallenge: [UInt8], expectedType: String,
@@ -100,32 +116,30 @@ public enum ApprovalAssertion {
         else { return .refused(.malformed) }
         guard publicKey.count == Int(SECUROTP_P256_SPKI_LENGTH) else { return .refused(.badPublicKey) }
 
-        guard let clientData = JSONReader.parse(clientDataJSON), clientData.isObject,
-              let type = clientData["type"]?.string, let challengeText = clientData["challenge"]?.string,
-              let origin = clientData["origin"]?.string,
-              let challenge = Base64.decode(challengeText, .url)
-        else { return .refused(.badClientData) }
-        // A page embedded in another origin's frame (WebAuthn's crossOrigin) is never ours.
-        if let crossOrigin = clientData["crossOrigin"], crossOrigin != .bool(false) { return .refused(.badClientData) }
-        guard type == expectedType else { return .refused(.wrongType) }
-        guard challenge.count == expectedChallenge.count, ConstantTime.equal(challenge, expectedChallenge)
+        guard let clientData = ClientData.parse(clientDataJSON) else { return .refused(.badClientData) }
+        guard clientData.type == expectedType else { return .refused(.wrongType) }
+        guard clientData.challenge.count == expectedChallenge.count, ConstantTime.equal(clientData.challenge, expectedChallenge)
         else { return .refused(.wrongChallenge) }
-        guard origin == expectedOrigin else { return .refused(.wrongOrigin) }
+        guard clientData.origin == expectedOrigin else { return .refused(.wrongOrigin) }
 
-        let rpIDHash = PushStatement.sha256(Array(expectedRPID.utf8))
-        guard ConstantTime.equal(Array(authenticatorData[0..<32]), rpIDHash) else { return .refused(.wrongRPID) }
-        let flags = authenticatorData[32]
-        guard flags & flagUserPresent != 0 else { return .refused(.notPresent) }
-        let userVerified = flags & flagUserVerified != 0
-        guard userVerified || !requireUserVerification else { return .refused(.notVerified) }
-        let counter = UInt32(authenticatorData[33]) << 24 | UInt32(authenticatorData[34]) << 16
-            | UInt32(authenticatorData[35]) << 8 | UInt32(authenticatorData[36])
+        guard let head = AuthenticatorData(authenticatorData) else { return .refused(.malformed) }
+        guard head.isFor(rpID: expectedRPID) else { return .refused(.wrongRPID) }
+        guard head.userPresent else { return .refused(.notPresent) }
+        guard head.userVerified || !requireUserVerification else { return .refused(.notVerified) }
 
         var signed = authenticatorData
         signed.append(contentsOf: PushStatement.sha256(clientDataJSON))
         guard es256Verify(publicKey: publicKey, message: signed, signature: signature)
         else { return .refused(.badSignature) }
-        return .accepted(counter: counter, userVerified: userVerified)
+        return .accepted(counter: head.counter, userVerified: head.userVerified)
+    }
+
+    /// `expected`: what the device's kind must say (DeviceType.expected).
+    public static func verify(authenticatorData: [UInt8], clientDataJSON: [UInt8], signature: [UInt8],
+                              publicKey: [UInt8], expectedChallenge: [UInt8], expected: DeviceType.Expected) -> ApprovalResult {
+        verify(authenticatorData: authenticatorData, clientDataJSON: clientDataJSON, signature: signature, publicKey: publicKey,
+               expectedChallenge: expectedChallenge, expectedType: expected.type, expectedOrigin: expected.origin,
+               expectedRPID: expected.rpID, requireUserVerification: expected.userVerification)
     }
 
     /// ES256 over SHA-256(message), COpenSSL's low-level path (no EVP provider start-up).
@@ -142,13 +156,7 @@ public enum ApprovalAssertion {
 
     /// The 37 bytes of authenticator data: SHA-256(rp id) || flags || uint32_be(counter).
     public static func authenticatorData(rpID: String, userVerified: Bool, counter: UInt32) -> [UInt8] {
-        var out = PushStatement.sha256(Array(rpID.utf8))
-        out.append(flagUserPresent | (userVerified ? flagUserVerified : 0))
-        out.append(UInt8(truncatingIfNeeded: counter >> 24))
-        out.append(UInt8(truncatingIfNeeded: counter >> 16))
-        out.append(UInt8(truncatingIfNeeded: counter >> 8))
-        out.append(UInt8(truncatingIfNeeded: counter))
-        return out
+        AuthenticatorData.head(rpID: rpID, userVerified: userVerified, counter: counter)
     }
 
     /// What the device signs: authenticatorData || SHA-256(clientDataJSON).

@@ -39,16 +39,10 @@ public enum FidoAssertionCheck {
         case refused(FidoRefusal)
     }
 
-    static let flagUserPresent: UInt8 = 0x01
-    static let flagUserVerified: UInt8 = 0x04
-
     public static func verify(authenticatorData: [UInt8], signature: [UInt8], clientDataHash: [UInt8],
                               credential: FidoCredential, requirePresence: Bool, requireVerification: Bool) -> Outcome {
-        guard authenticatorData.count >= 37, clientDataHash.count == 32 else { return .refused(.malformed) }
-        var expectedHash = [UInt8](repeating: 0, count: 32)
-        let rpID = Array(credential.origin.utf8)
-        securotp_sha256(rpID, rpID.count, &expectedHash)
-        guard securotp_equal(authenticatorData, expectedHash, 32) == 1 else { return .refused(.rpIDMismatch) }
+        guard let head = AuthenticatorData(authenticatorData), clientDataHash.count == 32 else { return .refused(.malformed) }
+        guard head.isFor(rpID: credential.origin) else { return .refused(.rpIDMismatch) }
 
         let message = authenticatorData + clientDataHash
         switch credential.type {
@@ -66,16 +60,11 @@ public enum FidoAssertionCheck {
             return .refused(.unsupportedKeyType)
         }
 
-        let flags = authenticatorData[32]
-        if requirePresence, flags & flagUserPresent == 0 { return .refused(.presenceMissing) }
-        if requireVerification, flags & flagUserVerified == 0 { return .refused(.verificationMissing) }
-
-        let received = UInt32(authenticatorData[33]) << 24 | UInt32(authenticatorData[34]) << 16
-            | UInt32(authenticatorData[35]) << 8 | UInt32(authenticatorData[36])
-        // Keys that keep no counter send 0 every time: 0 after 0 is allowed; anything else must rise.
-        if credential.counter != 0 || received != 0, received <= credential.counter {
-            return .refused(.counterNotIncreased(stored: credential.counter, received: received))
+        if requirePresence, !head.userPresent { return .refused(.presenceMissing) }
+        if requireVerification, !head.userVerified { return .refused(.verificationMissing) }
+        guard SignatureCounter.accepts(received: head.counter, stored: credential.counter) else {
+            return .refused(.counterNotIncreased(stored: credential.counter, received: head.counter))
         }
-        return .verified(counter: received)
+        return .verified(counter: head.counter)
     }
 }

@@ -45,32 +45,16 @@ struct PushApprovalCheck {
     /// Unix seconds: certificates expire on this host's clock, never the validator's.
     var now = Int64(time(nil))
 
-    /// The kinds of device this host can check: securotp-authenticator, and a passkey in a
-    /// phone's browser (docs/push.md "Phones without an app").
-    static let authenticatorAAID = "FFFF#0001"
-    static let webAAID = "FFFF#0002"
-
     func check(_ approval: DeviceApproval, for request: Request) -> Result {
-        let type: String, origin: String, rpID: String, requireUV: Bool
-        switch approval.aaid {
-        case Self.authenticatorAAID:
-            type = ClientData.pushType
-            origin = ClientData.pushOrigin
-            rpID = ClientData.pushRPID
-            requireUV = requireUserVerification
-        case Self.webAAID:
+        // The kinds of device this host can check: DeviceType's table (docs/push.md).
+        guard let deviceType = DeviceType(aaid: approval.aaid) else { return .refused(reason: "unsupported_authenticator") }
+        if deviceType == .phonePasskey {
             guard acceptsWebApprovals else { return .refused(reason: "web_approval_not_allowed") }
-            // The passkey signed at the validator's page: its origin, its host name as RP id, and
-            // always with the user verified (the browser asked for it).
-            guard let signedAt = approval.origin, let host = ClientData.webRPID(origin: signedAt) else { return .refused(reason: "wrong_origin") }
-            if let webOrigin, webOrigin != signedAt { return .refused(reason: "wrong_origin") }
-            type = ClientData.webAuthnGetType
-            origin = signedAt
-            rpID = host
-            requireUV = true
-        default:
-            return .refused(reason: "unsupported_authenticator")
+            // The passkey signed at the validator's page; this host holds it to its own web_origin=.
+            if let webOrigin, webOrigin != approval.origin { return .refused(reason: "wrong_origin") }
         }
+        guard let expected = deviceType.expected(signedAt: approval.origin, requireUserVerification: requireUserVerification)
+        else { return .refused(reason: "wrong_origin") }
         // The admin's revocations are this host's own data: the validator's word on a device
         // (still listed, still active) does not outweigh them.
         if revoked.contains(approval.device) { return .refused(reason: "device_revoked") }
@@ -87,8 +71,7 @@ struct PushApprovalCheck {
         let challenge = request.statement(device: approval.device).challenge
         let result = ApprovalAssertion.verify(authenticatorData: approval.authenticatorData, clientDataJSON: approval.clientDataJSON,
                                               signature: approval.signature, publicKey: approval.publicKey, expectedChallenge: challenge,
-                                              expectedType: type, expectedOrigin: origin, expectedRPID: rpID,
-                                              requireUserVerification: requireUV)
+                                              expected: expected)
         switch result {
         case .accepted(_, let userVerified): return .accepted(userVerified: userVerified)
         case .refused(let refusal): return .refused(reason: refusal.code)

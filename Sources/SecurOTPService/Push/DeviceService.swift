@@ -1,3 +1,4 @@
+import SecurOTPCore
 /// Push approval (docs/push.md): devices, and logins that ask them. A protocol of its own beside
 /// TokenService, so that a backend without it is told apart by a cast and the server answers
 /// `not_supported` (SQLite, PostgreSQL and the remote client all implement it). Authorisation
@@ -75,7 +76,7 @@ public struct PushPolicy: Sendable, Equatable {
     /// only there); nil for other devices. A web device while public_url is unset gets "", which
     /// no client data matches.
     public func webOrigin(aaid: String) -> String? {
-        aaid == WebEnrollmentRules.aaid ? (publicURL?.origin ?? "") : nil
+        DeviceType(aaid: aaid) == .phonePasskey ? (publicURL?.origin ?? "") : nil
     }
 
     /// The activation URL a `web: true` device add answers with; 409 while `public_url` is unset.

@@ -116,7 +116,7 @@ public enum PushDecisions {
             let check = PushRules.checkApproval(statement: row.statement(device: device.id), publicKey: device.publicKey,
                                                 authenticatorData: signed.authenticatorData, clientDataJSON: signed.clientDataJSON,
                                                 signature: signed.signature, requireUserVerification: requireUserVerification,
-                                                webOrigin: policy.webOrigin(aaid: device.aaid))
+                                                deviceType: DeviceType(aaid: device.aaid), webOrigin: policy.webOrigin(aaid: device.aaid))
             switch check {
             case .refused(let reason): return .change(refused(reason, reason: reason))
             case .verified(let counter, _): return .approve(counter: counter)
@@ -137,11 +137,13 @@ public enum PushDecisions {
     }
 
     /// Whether a verified signature's counter moves the device's stored one forward (0: the device keeps none).
-    public static func counterAdvances(_ counter: UInt32, stored: Int64) -> Bool { counter == 0 || Int64(counter) > stored }
+    public static func counterAdvances(_ counter: UInt32, stored: Int64) -> Bool {
+        SignatureCounter.accepts(received: counter, stored: SignatureCounter.stored(stored))
+    }
 
     public static let counterNotAdvanced = refused(counterNotAdvancedDetail, reason: "signature counter did not advance")
     /// The audit detail of a counter that did not advance, for approvals and passkey sessions alike.
-    public static let counterNotAdvancedDetail = "signature counter did not advance (cloned device?)"
+    public static let counterNotAdvancedDetail = SignatureCounter.notAdvancedDetail
 
     /// The approval is stored.
     public static func approved(by device: PushDeviceRow) -> (audit: Audit, response: DeviceStateResponse) {

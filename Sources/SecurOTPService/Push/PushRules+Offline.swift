@@ -3,13 +3,9 @@ import SecurOTPCore
 /// Offline approval on the validator (docs/push.md, "Offline approval"): what both stores
 /// share, so that each store only reads, seals and moves rows.
 extension PushRules {
-    /// The aaid of the authenticator, the one kind of device that gets an offline secret
-    /// (a browser passkey keeps no secret it could answer with).
-    static let offlineCapableAAID = "FFFF#0001"
-
     /// 32 random bytes for a device of the authenticator's kind, nil for any other.
     public static func newOfflineSecret(aaid: String) throws(ServiceError) -> SecretBytes? {
-        guard aaid == offlineCapableAAID else { return nil }
+        guard DeviceType(aaid: aaid)?.hasOfflineSecret == true else { return nil }
         return try random(OfflineApproval.secretLength)
     }
 

@@ -101,11 +101,16 @@ public enum PushRules {
     }
 
     public static func aaid(_ text: String?) throws(ServiceError) -> String {
-        let text = text ?? "FFFF#0001"
+        let text = text ?? DeviceType.authenticator.aaid
         let bytes = Array(text.utf8)
         let hex: (UInt8) -> Bool = { (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) }
         guard bytes.count == 9, bytes[4] == 35, bytes[0..<4].allSatisfy(hex), bytes[5..<9].allSatisfy(hex) else {
             throw ServiceError(.invalidInput, "aaid must be a FIDO UAF authenticator id VVVV#MMMM (got \(TerminalText.quoted(text)))")
+        }
+        // An app activates as the authenticator; a phone's passkey comes through the phone page
+        // (its own registration). Any other kind could never approve: no host checks it.
+        guard DeviceType(aaid: text) == .authenticator else {
+            throw ServiceError(.invalidInput, "aaid \(TerminalText.quoted(text)) is not a device this validator can check: an app activates as \(DeviceType.authenticator.aaid) (securotp-authenticator); a phone's passkey enrolls through the phone page (securotp device add --web)")
         }
         return text
     }
@@ -161,18 +166,19 @@ public enum PushRules {
     }
 
     /// The validator's own check of an approval (the host repeats it): client data, authenticator
-    /// data and the ES256 signature over authenticatorData || SHA-256(clientDataJSON).
-    /// `webOrigin`: a phone's passkey (`FFFF#0002`) signed in its browser at this origin:
-    /// type `webauthn.get`, the origin's host name as RP id, user verification always required.
+    /// data and the ES256 signature over authenticatorData || SHA-256(clientDataJSON), as the
+    /// device's kind says (DeviceType). `webOrigin`: where a phone's passkey must have signed
+    /// (public_url's origin; PushPolicy.webOrigin).
     public static func checkApproval(statement: [UInt8], publicKey: [UInt8], authenticatorData: [UInt8], clientDataJSON: [UInt8],
-                                     signature: [UInt8], requireUserVerification: Bool, webOrigin: String? = nil) -> ApprovalCheck {
+                                     signature: [UInt8], requireUserVerification: Bool, deviceType: DeviceType?,
+                                     webOrigin: String? = nil) -> ApprovalCheck {
+        guard let deviceType else { return .refused("unsupported_authenticator") }
+        guard let expected = deviceType.expected(signedAt: webOrigin, requireUserVerification: requireUserVerification) else {
+            return .refused(ApprovalRefusal.wrongOrigin.code)
+        }
         // The one verifier hosts and devices use too (SecurOTPCore/Push, docs/push.md).
         switch ApprovalAssertion.verify(authenticatorData: authenticatorData, clientDataJSON: clientDataJSON, signature: signature,
-                                        publicKey: publicKey, expectedChallenge: sha256(statement),
-                                        expectedType: webOrigin == nil ? ClientData.pushType : ClientData.webAuthnGetType,
-                                        expectedOrigin: webOrigin ?? ClientData.pushOrigin,
-                                        expectedRPID: webOrigin.map { WebSessionRules.rpID(origin: $0) } ?? ClientData.pushRPID,
-                                        requireUserVerification: requireUserVerification || webOrigin != nil) {
+                                        publicKey: publicKey, expectedChallenge: sha256(statement), expected: expected) {
         case .accepted(let counter, let userVerified): return .verified(counter: counter, userVerified: userVerified)
         case .refused(.badSignature): return .refused("signature does not verify")
         case .refused(.notVerified): return .refused("user verification (device PIN) required")

@@ -38,25 +38,17 @@ public enum WebAuthnRegistration {
         public var code: String { rawValue }
     }
 
-    static let flagUserPresent: UInt8 = 0x01
-    static let flagUserVerified: UInt8 = 0x04
-    static let flagAttestedCredential: UInt8 = 0x40
-    static let flagExtensions: UInt8 = 0x80
-
     public static func verify(clientDataJSON: [UInt8], attestationObject: [UInt8], credentialID: [UInt8],
                               expectedChallenge: [UInt8], expectedOrigin: String, expectedRPID: String) -> Result<Credential, Refusal> {
         guard !clientDataJSON.isEmpty, clientDataJSON.count <= ApprovalAssertion.maxClientDataLength,
               !attestationObject.isEmpty, attestationObject.count <= maxAttestationObjectLength,
               !credentialID.isEmpty, credentialID.count <= maxCredentialIDLength, !expectedChallenge.isEmpty
         else { return .failure(.malformed) }
-        guard let clientData = JSONReader.parse(clientDataJSON), clientData.isObject,
-              let type = clientData["type"]?.string, let challengeText = clientData["challenge"]?.string,
-              let origin = clientData["origin"]?.string, let challenge = Base64.decode(challengeText, .url)
-        else { return .failure(.badClientData) }
-        if let crossOrigin = clientData["crossOrigin"], crossOrigin != .bool(false) { return .failure(.badClientData) }
-        guard type == createType else { return .failure(.wrongType) }
-        guard challenge.count == expectedChallenge.count, ConstantTime.equal(challenge, expectedChallenge) else { return .failure(.wrongChallenge) }
-        guard origin == expectedOrigin else { return .failure(.wrongOrigin) }
+        guard let clientData = ClientData.parse(clientDataJSON) else { return .failure(.badClientData) }
+        guard clientData.type == createType else { return .failure(.wrongType) }
+        guard clientData.challenge.count == expectedChallenge.count, ConstantTime.equal(clientData.challenge, expectedChallenge)
+        else { return .failure(.wrongChallenge) }
+        guard clientData.origin == expectedOrigin else { return .failure(.wrongOrigin) }
 
         guard let object = CBORReader.decodeAll(attestationObject), object["fmt"]?.text != nil,
               case .map = object["attStmt"] ?? .null, let authData = object["authData"]?.bytes
@@ -66,13 +58,11 @@ public enum WebAuthnRegistration {
 
     /// rpIdHash(32) flags(1) signCount(4) aaguid(16) credentialIdLength(2) credentialId COSE_Key [extensions].
     static func parseAuthenticatorData(_ data: [UInt8], credentialID: [UInt8], expectedRPID: String) -> Result<Credential, Refusal> {
-        guard data.count >= 37 else { return .failure(.badAttestation) }
-        guard ConstantTime.equal(Array(data[0..<32]), PushStatement.sha256(Array(expectedRPID.utf8))) else { return .failure(.wrongRPID) }
-        let flags = data[32]
-        guard flags & flagUserPresent != 0 else { return .failure(.notPresent) }
-        guard flags & flagUserVerified != 0 else { return .failure(.notVerified) }
-        guard flags & flagAttestedCredential != 0 else { return .failure(.noCredential) }
-        let counter = UInt32(data[33]) << 24 | UInt32(data[34]) << 16 | UInt32(data[35]) << 8 | UInt32(data[36])
+        guard let head = AuthenticatorData(data) else { return .failure(.badAttestation) }
+        guard head.isFor(rpID: expectedRPID) else { return .failure(.wrongRPID) }
+        guard head.userPresent else { return .failure(.notPresent) }
+        guard head.userVerified else { return .failure(.notVerified) }
+        guard head.hasAttestedCredential else { return .failure(.noCredential) }
         guard data.count >= 55 else { return .failure(.badAttestation) }
         let aaguid = Array(data[37..<53])
         let idLength = Int(data[53]) << 8 | Int(data[54])
@@ -81,12 +71,12 @@ public enum WebAuthnRegistration {
         guard id.count == credentialID.count, ConstantTime.equal(id, credentialID) else { return .failure(.wrongCredentialID) }
         var reader = CBORReader(data, offset: 55 + idLength)
         guard let key = reader.read() else { return .failure(.badAttestation) }
-        if flags & flagExtensions != 0 {
+        if head.hasExtensions {
             guard case .map = reader.read() ?? .null else { return .failure(.badAttestation) }
         }
         guard reader.offset == data.count else { return .failure(.badAttestation) }
         guard let publicKey = es256PublicKey(key) else { return .failure(.unsupportedKey) }
-        return .success(Credential(credentialID: id, publicKey: publicKey, aaguid: aaguid, counter: counter))
+        return .success(Credential(credentialID: id, publicKey: publicKey, aaguid: aaguid, counter: head.counter))
     }
 
     /// COSE_Key {1: 2 (EC2), 3: -7 (ES256), -1: 1 (P-256), -2: x, -3: y} → SPKI.

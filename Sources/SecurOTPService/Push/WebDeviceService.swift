@@ -131,13 +131,15 @@ public enum WebSessionRules {
         case refused(audit: String)
     }
 
-    public static func usable(_ device: PushDeviceRow) -> Bool { device.state == "active" && device.aaid == WebEnrollmentRules.aaid }
+    public static func usable(_ device: PushDeviceRow) -> Bool { device.state == "active" && DeviceType(aaid: device.aaid) == .phonePasskey }
 
     public static func check(_ parts: Parts, device: PushDeviceRow, origin: String) -> Check {
+        guard let expected = DeviceType.phonePasskey.expected(signedAt: origin, requireUserVerification: true) else {
+            return .refused(audit: ApprovalRefusal.wrongOrigin.code)
+        }
         let checked = ApprovalAssertion.verify(authenticatorData: parts.authenticatorData, clientDataJSON: parts.clientDataJSON,
                                                signature: parts.signature, publicKey: device.publicKey, expectedChallenge: parts.challenge,
-                                               expectedType: ClientData.webAuthnGetType, expectedOrigin: origin,
-                                               expectedRPID: rpID(origin: origin), requireUserVerification: true)
+                                               expected: expected)
         switch checked {
         case .accepted(let counter, _):
             return PushDecisions.counterAdvances(counter, stored: device.signCounter) ? .accepted(counter: counter)
@@ -147,11 +149,6 @@ public enum WebSessionRules {
         }
     }
 
-    /// The RP id of a stored origin: its host name (`https://otp.example.com:8443` → `otp.example.com`).
-    public static func rpID(origin: String) -> String {
-        (try? PublicURL.parse(origin).get().rpID) ?? ""
-    }
-
     public static func newToken() throws(ServiceError) -> String {
         prefix + PushRules.base64URLEncode(try WebEnrollmentRules.newChallenge())
     }
@@ -159,7 +156,7 @@ public enum WebSessionRules {
 
 /// What both stores share of web enrollment.
 public enum WebEnrollmentRules {
-    public static let aaid = "FFFF#0002"
+    public static let aaid = DeviceType.phonePasskey.aaid
     /// An enrollment challenge lives at most this long (and never past the code's expiry).
     public static let challengeLifetime: Int64 = 300
     /// One message for a wrong, used or expired code and a refused registration's code.

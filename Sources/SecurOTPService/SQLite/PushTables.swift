@@ -109,7 +109,7 @@ struct PushTables {
         try db.prepare("UPDATE devices SET certificate = ? WHERE id = ?").bind(.text(certificate), .text(id)).run()
     }
 
-    /// An approval's signature counter only moves forward (a counter of 0 means the device keeps none).
+    /// An approval's signature counter, checked first under the write lock (SignatureCounter.accepts).
     func recordUse(id: String, counter: Int64, now: Int64) throws(StoreError) {
         try db.prepare("UPDATE devices SET sign_counter = max(sign_counter, ?), last_used = ? WHERE id = ?")
             .bind(.integer(counter), .integer(now), .text(id)).run()
