@@ -77,10 +77,10 @@ extension PostgresTokenService {
             }
             var response = verdict.response
             if verdict.countsFailure {
-                let next = Store.fidoFailure(after: read, policy: policy, now: now)
+                let next = Lockout.afterFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
                 try await self.apply([.setFailures(key: user, expected: read, to: next, at: now)], connection)
                 response = FidoDecisions.counted(response, failures: next.failures, lockedNow: next.lockedUntil != 0)
-            } else if response.result == .accept, read != .clear, !read.isLocked(at: now) {
+            } else if response.result == .accept, Lockout.successClears(read, now: now) {
                 // As an accepted code: the count goes, unless another login changed the row meanwhile.
                 try await connection.query("""
                     DELETE FROM users WHERE name = \(user) AND failures = \(Int64(read.failures)) AND locked_until = \(read.lockedUntil)

@@ -124,12 +124,12 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         try await changed("SELECT 1 FROM devices WHERE \"user\" = \(user) AND state = 'active' LIMIT 1", connection)
     }
 
-    /// One failure on the user's row (PushRules.oneMoreFailure), under the user's lock.
+    /// One failure on the user's row (Lockout.afterFailure), under the user's lock.
     func countPushFailure(user: String, now: Int64, _ connection: PostgresConnection) async throws {
         try await lock(user, connection)
         let read = try await failures(user, connection)
         let policy = settings.policy
-        try await apply([.setFailures(key: user, expected: read, to: PushRules.oneMoreFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now),
+        try await apply([.setFailures(key: user, expected: read, to: Lockout.afterFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now),
                                       at: now)], connection)
     }
 
@@ -524,7 +524,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
                 try await self.resetPushCount(row.user, connection)
                 try await self.lock(row.user, connection)
                 let state = try await self.failures(row.user, connection)
-                if state != .clear { try await self.apply([.clearFailures(key: row.user, expected: state)], connection) }
+                if Lockout.successClears(state, now: now) { try await self.apply([.clearFailures(key: row.user, expected: state)], connection) }
             } else {
                 try await self.countPushFailure(user: row.user, now: now, connection)
             }
@@ -586,7 +586,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
             try await self.resetPushCount(user, connection)
             try await self.lock(user, connection)
             let state = try await self.failures(user, connection)
-            if state != .clear { try await self.apply([.clearFailures(key: user, expected: state)], connection) }
+            if Lockout.successClears(state, now: now) { try await self.apply([.clearFailures(key: user, expected: state)], connection) }
             try await self.append(AuditEntry(caller, "push offline", user: user, serial: row.id, result: "accept",
                                              detail: "offline response of device \(device)", time: now), connection)
             try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)

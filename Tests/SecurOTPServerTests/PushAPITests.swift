@@ -112,6 +112,44 @@ struct PushAPITests {
         }
     }
 
+    @Test("An accepted push clears the user's count, never a lock in force (Lockout.successClears, as for every way in)", arguments: Backend.tested)
+    func acceptedPushKeepsALock(_ backend: Backend) async throws {
+        let fixture = try await ValidatorFixture.make(backend) { $0.store.policy.deny = 3 }
+        try await fixture.withClient { client in
+            let (secret, _) = try await HostAPITests.enroll(client, fixture, "alice")
+            let device = try await Self.enrollDevice(client, fixture, "alice")
+            let wrong = Codes.wrongTOTP(secret)
+            /// Opens a push, has the device approve it and the host take the approval; returns its id.
+            func approved(counter: UInt32) async throws -> String {
+                let opened = try await Self.open(client, fixture, "alice")
+                let id = try #require(opened.string("id"), "\(opened.text)")
+                let request = try #require(try await Self.pending(client, device).first)
+                let answered = try await client.call(.post, "/v1/device/answer", try device.approval(of: request, number: "492817", counter: counter),
+                                                     bearer: device.credential)
+                #expect(answered.string("state") == "approved", "\(answered.text)")
+                let taken = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
+                #expect(taken["approval"] != nil, "\(taken.text)")
+                return id
+            }
+
+            let first = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": wrong], bearer: fixture.host)
+            #expect(first["failures"] as? Int == 1, "\(first.text)")
+            let clearing = try await approved(counter: 1)
+            let cleared = try await client.call(.post, "/v1/push/result", ["id": clearing, "accepted": true], bearer: fixture.host)
+            #expect(cleared.status == 204, "\(cleared.text)")
+            let afterClear = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": wrong], bearer: fixture.host)
+            #expect(afterClear["failures"] as? Int == 1, "the accepted push cleared the count: \(afterClear.text)")
+
+            // Locked after the push was approved and before the host reported: the lock stays.
+            let late = try await approved(counter: 2)
+            for _ in 1...2 { _ = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": wrong], bearer: fixture.host) }
+            let reported = try await client.call(.post, "/v1/push/result", ["id": late, "accepted": true], bearer: fixture.host)
+            #expect(reported.status == 204, "\(reported.text)")
+            let locked = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": Codes.totp(secret)], bearer: fixture.host)
+            #expect(locked.string("result") == "locked", "an accepted push does not lift a lock in force: \(locked.text)")
+        }
+    }
+
     @Test("An activation code works once and not after it expired", arguments: Backend.tested)
     func activationCodes(_ backend: Backend) async throws {
         let fixture = try await ValidatorFixture.make(backend) { $0.push.activationLifetime = 60 }

@@ -21,8 +21,10 @@ struct FailureRow {
             return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: state.failures, lockedNow: false, note: note),
                          writes: [])
         }
-        let failures = Lockout.oneMore(state.failures)
-        return settle(failures, policy, now, outcome: outcome, hasTokens: hasTokens, note: note)
+        let next = Lockout.afterFailure(state, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
+        return .init(result: VerifyResult(outcome: outcome, userHasTokens: hasTokens, failures: next.failures,
+                                          lockedNow: next.lockedUntil != 0, note: note),
+                     writes: [.setFailures(key: key, expected: read, to: next, at: now)])
     }
 
     /// The miss of a charged attempt: its failure was counted when it was charged, so the count
@@ -50,11 +52,11 @@ struct FailureRow {
     /// While locked nothing is checked, but the attempt is counted and written like any miss,
     /// so that neither time nor disk activity tells a locked name apart. (A write of the same
     /// values would not do: SQLite leaves an unchanged row's page clean, and commits without
-    /// an fsync.) The lock itself does not move.
-    func whileLocked(_ now: Int64) -> VerificationEngine.Decision<VerifyResult> {
-        let failures = Lockout.oneMore(read.failures)
-        return .init(result: VerifyResult(outcome: .locked, userHasTokens: true, failures: failures, lockedNow: false),
-                     writes: [.setFailures(key: key, expected: read, to: UserState(failures: failures, lockedUntil: read.lockedUntil), at: now)])
+    /// an fsync.) The lock itself does not move (Lockout.afterFailure).
+    func whileLocked(_ policy: VerifyPolicy, _ now: Int64) -> VerificationEngine.Decision<VerifyResult> {
+        let next = Lockout.afterFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
+        return .init(result: VerifyResult(outcome: .locked, userHasTokens: true, failures: next.failures, lockedNow: false),
+                     writes: [.setFailures(key: key, expected: read, to: next, at: now)])
     }
 
     private func settle(_ failures: Int, _ policy: VerifyPolicy, _ now: Int64, outcome: VerifyOutcome, hasTokens: Bool,
@@ -66,9 +68,22 @@ struct FailureRow {
     }
 }
 
-/// The lockout arithmetic, in one place for the store's failure rows (FailureRow) and a host's
-/// offline codes (OfflineCache): one more failure, and the lock `deny` failures in a row bring.
+/// The failure and lockout rule, once for every way in (docs/security.md "Every attempt counts"):
+/// codes (FailureRow), device approvals (push: deny, wrong number, a refused signature), FIDO
+/// assertions, local and on the validator, and a host's offline codes (OfflineCache).
 public enum Lockout {
+    /// The row after one more failure: a lock that ran out starts the count again; a lock in
+    /// force does not move, but the attempt still counts; `deny` failures in a row lock.
+    public static func afterFailure(_ read: UserState, deny: Int, unlockTime: Int64, now: Int64) -> UserState {
+        if read.isLocked(at: now) { return UserState(failures: oneMore(read.failures), lockedUntil: read.lockedUntil) }
+        let failures = oneMore(read.lockedUntil != 0 ? 0 : read.failures)
+        return UserState(failures: failures, lockedUntil: lockedUntil(failures: failures, deny: deny, unlockTime: unlockTime, now: now))
+    }
+
+    /// Whether an acceptance clears the row: a count, or a lock that ran out, goes; a lock in
+    /// force stays — only unlock_time or an admin (`securotp unlock`) lifts it.
+    public static func successClears(_ read: UserState, now: Int64) -> Bool { read != .clear && !read.isLocked(at: now) }
+
     /// One more failure; a damaged count at the maximum must not trap.
     public static func oneMore(_ failures: Int) -> Int { failures < Int.max ? failures + 1 : failures }
 

@@ -13,7 +13,7 @@ extension VerificationEngine {
         let failures = FailureRow(key: user, read: snapshot.failures)
         if failures.read.isLocked(at: now) {
             Decoy.work(input: input, codeAtEnd: false, policy: policy, dataKey: dataKey)
-            return failures.whileLocked(now)
+            return failures.whileLocked(policy, now)
         }
         let state = failures.read.lockedUntil != 0 ? UserState.clear : failures.read
         guard let candidate = snapshot.tokens.first(where: { $0.record.serial == serial }),

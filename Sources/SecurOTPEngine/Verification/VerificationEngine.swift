@@ -91,7 +91,7 @@ public struct VerificationEngine {
         let failures = FailureRow(key: failureKey ?? user, read: snapshot.failures)
         if failures.read.isLocked(at: now) {
             Decoy.work(input: input, codeAtEnd: codeAtEnd, policy: policy, dataKey: dataKey)
-            return failures.whileLocked(now)
+            return failures.whileLocked(policy, now)
         }
         // A lock that ran out starts the count again.
         let state = failures.read.lockedUntil != 0 ? UserState.clear : failures.read
@@ -223,7 +223,7 @@ public struct VerificationEngine {
         guard let token = Self.challengeToken(among: snapshot.tokens.map { $0.record }, now: now) else { return nil }
         let failures = FailureRow(key: user, read: snapshot.failures)
         if failures.read.isLocked(at: now) {
-            return Decision(result: .locked(suite: token.suite), writes: failures.whileLocked(now).writes)
+            return Decision(result: .locked(suite: token.suite), writes: failures.whileLocked(policy, now).writes)
         }
         let state = failures.read.lockedUntil != 0 ? UserState.clear : failures.read
         if let locked = failures.staleLock(state, policy, now) {

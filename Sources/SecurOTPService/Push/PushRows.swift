@@ -97,15 +97,3 @@ public struct PushRequestRow: Sendable {
                             nonce: nonce, number: number, expires: expires, device: device)
     }
 }
-
-extension PushRules {
-    /// The user's failure row after one more push failure (a denial, a wrong number, a refused
-    /// signature), locking at `deny` as a wrong passcode does (Lockout, docs/design.md "Where
-    /// lockout is decided"). A lock that ran out starts the count again.
-    public static func oneMoreFailure(_ read: UserState, deny: Int, unlockTime: Int64, now: Int64) -> UserState {
-        let base = read.lockedUntil != 0 && !read.isLocked(at: now) ? UserState.clear : read
-        let failures = Lockout.oneMore(base.failures)
-        let until = read.isLocked(at: now) ? read.lockedUntil : Lockout.lockedUntil(failures: failures, deny: deny, unlockTime: unlockTime, now: now)
-        return UserState(failures: failures, lockedUntil: until)
-    }
-}

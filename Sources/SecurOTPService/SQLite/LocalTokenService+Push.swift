@@ -224,7 +224,7 @@ extension LocalTokenService: DeviceService {
     /// `deny` as a wrong passcode does (Lockout, docs/design.md "Where lockout is decided").
     static func countFailure(_ store: Store, user: String, policy: VerifyPolicy, now: Int64) throws(StoreError) {
         let read = try store.userState(user)
-        try store.apply([.setFailures(key: user, expected: read, to: PushRules.oneMoreFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now), at: now)])
+        try store.apply([.setFailures(key: user, expected: read, to: Lockout.afterFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now), at: now)])
     }
 
     public func blockDevice(caller: Caller) async throws(ServiceError) {
@@ -366,7 +366,7 @@ extension LocalTokenService: DeviceService {
                 if request.accepted {
                     try push.resetCount(user: row.user)
                     let state = try store.userState(row.user)
-                    if state != .clear { try store.apply([.clearFailures(key: row.user, expected: state)]) }
+                    if Lockout.successClears(state, now: now) { try store.apply([.clearFailures(key: row.user, expected: state)]) }
                 } else {
                     try Self.countFailure(store, user: row.user, policy: policy, now: now)
                 }
@@ -408,7 +408,7 @@ extension LocalTokenService: DeviceService {
                 try push.recordUse(id: device, counter: 0, now: now)
                 try push.resetCount(user: user)
                 let state = try store.userState(user)
-                if state != .clear { try store.apply([.clearFailures(key: user, expected: state)]) }
+                if Lockout.successClears(state, now: now) { try store.apply([.clearFailures(key: user, expected: state)]) }
                 try access.append(AuditEntry(caller, "push offline", user: user, serial: row.id, result: "accept",
                                              detail: "offline response of device \(device)", time: now))
                 return PushRules.offlineAccepted(device: device)

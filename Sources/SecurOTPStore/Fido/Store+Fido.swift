@@ -126,7 +126,7 @@ extension Store {
     public func recordFidoFailure(user: String, policy: VerifyPolicy, now: Int64) throws(StoreError) -> (failures: Int, lockedNow: Bool) {
         try db.immediateTransaction { () throws(StoreError) -> (failures: Int, lockedNow: Bool) in
             let read = try userState(user)
-            let next = Self.fidoFailure(after: read, policy: policy, now: now)
+            let next = Lockout.afterFailure(read, deny: policy.deny, unlockTime: policy.unlockTime, now: now)
             try apply(.setFailures(key: user, expected: read, to: next, at: now))
             return (next.failures, next.lockedUntil != 0)
         }
@@ -135,7 +135,7 @@ extension Store {
     /// An accepted FIDO login clears the user's failure count, as an accepted code does (not a lock in force).
     public func clearFidoFailures(user: String, now: Int64) throws(StoreError) {
         let read = try userState(user)
-        guard read != .clear, !read.isLocked(at: now) else { return }
+        guard Lockout.successClears(read, now: now) else { return }
         try db.prepare("DELETE FROM users WHERE name = ? AND failures = ? AND locked_until = ?")
             .bind(.text(user), .integer(Int64(read.failures)), .integer(read.lockedUntil)).run()
     }
@@ -200,13 +200,5 @@ extension Store {
         credential.lastUsed = lastUsed
         credential.source = source
         return credential
-    }
-
-    /// The user's row after one more refused FIDO login: a lock that ran out starts the count
-    /// again, as for codes; `policy.deny` failures lock.
-    public static func fidoFailure(after read: UserState, policy: VerifyPolicy, now: Int64) -> UserState {
-        let base = read.lockedUntil != 0 && !read.isLocked(at: now) ? UserState.clear : read
-        let failures = Lockout.oneMore(base.failures)
-        return UserState(failures: failures, lockedUntil: Lockout.lockedUntil(failures: failures, deny: policy.deny, unlockTime: policy.unlockTime, now: now))
     }
 }
