@@ -31,7 +31,7 @@ extension PostgresTokenService {
     }
 
     public func addCredential(kind: CredentialKind, _ request: CredentialRequest, caller: Caller) async throws(ServiceError) -> CredentialCreated {
-        let (record, credential) = try AccessRules.newCredential(kind: kind, request, now: Self.now())
+        let (record, credential) = try AccessRules.newCredential(kind: kind, request, now: self.now())
         try await transaction("adding a \(kind.rawValue) credential") { connection in
             for try await _ in try await connection.query(
                 "SELECT 1 FROM credentials WHERE kind = \(kind.rawValue) AND name = \(record.name) AND revoked = 0", logger: self.logger) {
@@ -61,7 +61,7 @@ extension PostgresTokenService {
 
     public func revokeCredential(kind: CredentialKind, name: String, caller: Caller) async throws(ServiceError) {
         try await transaction("revoking a \(kind.rawValue) credential") { connection in
-            let now = Self.now()
+            let now = self.now()
             var revoked = 0
             for try await _ in try await connection.query(
                 "UPDATE credentials SET revoked = \(now) WHERE kind = \(kind.rawValue) AND name = \(name) AND revoked = 0 RETURNING 1",
@@ -76,7 +76,7 @@ extension PostgresTokenService {
 
     public func authenticate(credential text: String, address: String) async throws(ServiceError) -> Caller {
         guard let credential = Credential(text: text) else { throw AccessRules.refused }
-        let now = Self.now()
+        let now = self.now()
         var record = credentialCache.record(id: credential.id, now: now)
         if record == nil {
             record = try await run("checking a credential") { connection -> CredentialRecord? in

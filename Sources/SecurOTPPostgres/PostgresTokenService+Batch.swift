@@ -53,7 +53,7 @@ extension PostgresTokenService {
 
     /// One outcome per job: its response, nil when its writes lost a race, or its own error.
     private func verifyBatch(_ jobs: [VerificationJob], _ connection: PostgresConnection) async throws -> [Result<VerifyResponse?, any Error>] {
-        let now = Self.now()
+        let now = self.now()
         let reads = try await verificationReads(users: jobs.map(\.call.user), connection)
         var outcomes: [Result<VerifyResponse?, any Error>] = []
         var decided: [(job: Int, rows: String, ops: [PostgresWrites.Op])] = []

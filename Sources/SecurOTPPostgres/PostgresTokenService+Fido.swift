@@ -36,7 +36,7 @@ extension PostgresTokenService {
     public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
         let user = try FidoDecisions.challengeUser(request)
         return try await transaction("issuing a FIDO challenge to \(user)") { connection in
-            let now = Self.now()
+            let now = self.now()
             let locked = try await self.failures(user, connection).isLocked(at: now)
             let (pending, response) = try FidoDecisions.offer(user: user, host: caller.name, credentials: try await self.fidoCredentials(user: user, connection),
                                                               origin: request.origin, appID: request.appid, locked: locked, now: now)
@@ -49,7 +49,7 @@ extension PostgresTokenService {
         let assertion = try FidoDecisions.Assertion(request)
         let policy = settings.policy
         return try await transaction("verifying a FIDO assertion of \(assertion.user)") { connection in
-            let now = Self.now()
+            let now = self.now()
             let user = assertion.user
             // The user's lock first, as every failure count takes it (push's too): the lockout read
             // below then holds until commit, and two assertions of one user, on any nodes, are
@@ -97,7 +97,7 @@ extension PostgresTokenService {
         let maxTokens = settings.maxTokens
         return try await transaction("adding FIDO credentials for \(user)") { connection in
             try await self.lock(user, connection)
-            let now = Self.now()
+            let now = self.now()
             var existing = 0
             for try await count in try await connection.query("SELECT count(*) FROM tokens WHERE \"user\" = \(user)", logger: self.logger)
                 .decode(Int64.self) { existing = Int(count) }

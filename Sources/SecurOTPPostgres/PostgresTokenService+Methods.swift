@@ -68,7 +68,7 @@ extension PostgresTokenService {
                 INSERT INTO method_policies (subject, methods) VALUES (\(subject), \(text))
                 ON CONFLICT (subject) DO UPDATE SET methods = EXCLUDED.methods
                 """, logger: self.logger)
-            try await self.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: text, time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: text, time: self.now()), connection)
             return PolicyRules.info(subject: subject, text: text)
         }
     }
@@ -77,7 +77,7 @@ extension PostgresTokenService {
         let subject = try PolicyRules.subject(subject)
         let removed = try await transaction("removing the method policy of \(subject)") { connection -> Bool in
             guard try await self.changed("DELETE FROM method_policies WHERE subject = \(subject) RETURNING 1", connection) else { return false }
-            try await self.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: self.now()), connection)
             return true
         }
         guard removed else { throw ServiceError(.notFound, "\(subject) has no policy") }

@@ -141,7 +141,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         let id = try PushRules.newDeviceID()
         let code = try PushRules.newCode()
         guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "activation code malformed") }
-        let now = Self.now()
+        let now = self.now()
         let expires = now + pushPolicy.activationLifetime
         let activationURL = try pushPolicy.activationURL(request, code: code)
         try await transaction("adding a device") { connection in
@@ -174,7 +174,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
             guard try await self.changed("DELETE FROM devices WHERE id = \(device) AND \"user\" = \(user) RETURNING 1", connection) else {
                 throw ServiceError(.notFound, Self.unknownDevice)
             }
-            try await self.append(AuditEntry(caller, "device remove", user: user, serial: device, result: "ok", detail: "", time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, "device remove", user: user, serial: device, result: "ok", detail: "", time: self.now()), connection)
         }
     }
 
@@ -182,7 +182,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         let user = try RequestRules.user(user)
         let code = try PushRules.newCode()
         guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "unlock code malformed") }
-        let now = Self.now()
+        let now = self.now()
         let expires = now + pushPolicy.activationLifetime
         try await transaction("issuing an unlock code") { connection in
             guard let row = try await self.device(id: device, connection), row.user == user else { throw ServiceError(.notFound, Self.unknownDevice) }
@@ -206,7 +206,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
             guard let row = try await self.device(id: device, connection), row.user == user else { throw ServiceError(.notFound, Self.unknownDevice) }
             guard !row.publicKey.isEmpty else { throw ServiceError(.invalidInput, "device \(device) has no key yet: certify it after activation") }
             try await connection.query("UPDATE devices SET certificate = \(request.certificate) WHERE id = \(device)", logger: self.logger)
-            try await self.append(AuditEntry(caller, "device certify", user: user, serial: device, result: "ok", detail: "", time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, "device certify", user: user, serial: device, result: "ok", detail: "", time: self.now()), connection)
         }
     }
 
@@ -217,7 +217,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
             for try await blocked in try await connection.query(
                 "DELETE FROM push_users WHERE \"user\" = \(user) RETURNING blocked", logger: self.logger).decode(Bool.self) { was = blocked }
             try await self.append(AuditEntry(caller, "push unblock", user: user, serial: "", result: "ok",
-                                             detail: was ? "was blocked" : "was not blocked", time: Self.now()), connection)
+                                             detail: was ? "was blocked" : "was not blocked", time: self.now()), connection)
             return PushUnblocked(wasBlocked: was)
         }
     }
@@ -235,7 +235,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         let pinPolicy = DevicePINPolicy(required: policy.pinRequired, minLength: policy.pinMinLength, maxLength: policy.pinMaxLength)
         // The taken code commits even when it has expired (single use); only then is the refusal thrown.
         let outcome = try await transaction("activating a device") { connection -> Result<DeviceActivated, ServiceError> in
-            let now = Self.now()
+            let now = self.now()
             var taken: PushDeviceRow?
             for try await row in try await connection.query("""
                 UPDATE devices SET activation_hash = NULL WHERE activation_hash = \(Self.bytea(PushRules.codeHash(normalized))) AND state = 'pending'
@@ -294,7 +294,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
             var requests: [DevicePushRequest] = []
             for try await row in try await connection.query("""
                 SELECT \(unescaped: Self.requestColumns) FROM push_requests
-                WHERE "user" = \(device.user) AND state = 'pending' AND expires > \(Self.now()) ORDER BY created, id
+                WHERE "user" = \(device.user) AND state = 'pending' AND expires > \(self.now()) ORDER BY created, id
                 """, logger: self.logger) { requests.append(try Self.requestRow(row).forDevice) }
             return DevicePushList(requests: requests)
         }
@@ -304,7 +304,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         let answer = try PushDecisions.Answer(request)
         let requireUV = pushPolicy.pinRequired
         let outcome = try await transaction("answering a push request") { connection -> Result<DeviceStateResponse, ServiceError> in
-            let now = Self.now()
+            let now = self.now()
             let device = try await self.activeDevice(caller, connection)
             // Another user's request, or an unknown one: one answer for both.
             guard PushRules.isRequestID(answer.id), let row = try await self.pushRequest(id: answer.id, connection), row.user == device.user else {
@@ -372,7 +372,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
             guard caller.kind == .device, let row = try await self.device(id: caller.name, connection) else { throw ServiceError(.notFound, "no such device") }
             try await connection.query("UPDATE devices SET state = 'blocked' WHERE id = \(row.id) AND state = 'active'", logger: self.logger)
             try await self.append(AuditEntry(caller, "device blocked", user: row.user, serial: row.id, result: "ok",
-                                             detail: "the device blocked itself (wrong PINs)", time: Self.now()), connection)
+                                             detail: "the device blocked itself (wrong PINs)", time: self.now()), connection)
         }
     }
 
@@ -380,7 +380,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         let refused = ServiceError(.invalidInput, "unknown, used or expired unlock code; ask your admin for a new one (securotp device unlock-code)")
         let normalized = PushRules.normalizedCode(request.unlockCode)
         let outcome = try await transaction("unlocking a device") { connection -> Result<DeviceStateResponse, ServiceError> in
-            let now = Self.now()
+            let now = self.now()
             guard caller.kind == .device, let row = try await self.device(id: caller.name, connection) else { throw ServiceError(.notFound, "no such device") }
             guard row.state == "blocked" else { return .success(DeviceStateResponse(state: row.state)) }
             if let normalized, row.unlockExpires > now, try await self.changed("""
@@ -406,7 +406,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
                 throw ServiceError(.notFound, "no such device")
             }
             try await self.append(AuditEntry(caller, "device remove", user: user, serial: caller.name, result: "ok", detail: "from the device",
-                                             time: Self.now()), connection)
+                                             time: self.now()), connection)
         }
     }
 
@@ -431,7 +431,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         let id = try PushRules.newRequestID()
         let policy = pushPolicy
         let outcome = try await transaction("opening a push request") { connection -> Result<PushOpened, ServiceError> in
-            let now = Self.now()
+            let now = self.now()
             func refuse(_ reason: String, _ message: String) async throws -> Result<PushOpened, ServiceError> {
                 try await self.append(AuditEntry(caller, "push", user: user, serial: "", result: "denied", detail: reason, time: now), connection)
                 return .failure(ServiceError(.conflict, message))
@@ -489,7 +489,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
 
     public func pushStatus(id: String, caller: Caller) async throws(ServiceError) -> PushStatus {
         try await transaction("reading a push request") { connection in
-            let now = Self.now()
+            let now = self.now()
             let row = try await self.hostRequest(id, caller: caller, connection)
             switch PushDecisions.status(row, now: now) {
             case .report(let status):
@@ -512,7 +512,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
 
     public func pushResult(_ request: PushResultRequest, caller: Caller) async throws(ServiceError) {
         try await transaction("recording a push result") { connection in
-            let now = Self.now()
+            let now = self.now()
             let row = try await self.hostRequest(request.id, caller: caller, connection)
             guard try await self.changed("""
                 UPDATE push_requests SET result = \(request.accepted ? "accepted" : "refused")
@@ -539,7 +539,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         try await transaction("cancelling a push request") { connection in
             let row = try await self.hostRequest(request.id, caller: caller, connection)
             guard try await self.transition(row.id, from: "pending", to: "cancelled", connection) else { return PushDecisions.cancelled(row, moved: false) }
-            try await self.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: self.now()), connection)
             try await self.notify([Self.requestKey(row.id), Self.userKey(row.user)], connection)
             return PushDecisions.cancelled(row, moved: true)
         }
@@ -549,7 +549,7 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
         guard let pushID = request.pushId else { return nil }
         let user = try RequestRules.user(request.user)
         return try await transaction("checking an offline push response") { connection -> VerifyResponse? in
-            let now = Self.now()
+            let now = self.now()
             // Another host's or user's request, or an unknown id: the answer is only a passcode.
             guard PushRules.isRequestID(pushID), let row = try await self.pushRequest(id: pushID, connection), row.host == caller.name,
                   row.user == user, row.state == "pending" else { return nil }

@@ -15,14 +15,14 @@ extension PostgresTokenService {
 
     public func importTokens(user: String, _ request: ImportRequest, caller: Caller) async throws(ServiceError) -> TokenList {
         let user = try RequestRules.user(user)
-        let tokens = try NewTokens.imported(request, bindingID: BindingID.derive(hostSecret: keys.hostSecret, user: user), now: Self.now())
+        let tokens = try NewTokens.imported(request, bindingID: BindingID.derive(hostSecret: keys.hostSecret, user: user), now: self.now())
         return TokenList(tokens: try await add(tokens, user: user, caller: caller, action: "import").map { TokenInfo($0) })
     }
 
     /// Adds tokens for one user in one transaction: all or none, within `max_tokens`, with
     /// serials unique across users, seeds sealed to user and serial.
     private func add(_ tokens: [NewToken], user: String, caller: Caller, action: String) async throws(ServiceError) -> [TokenRecord] {
-        let now = Self.now()
+        let now = self.now()
         do throws(StoreError) { try NewToken.check(tokens, user: user, now: now) } catch { throw ServiceError(error) }
         let maxTokens = settings.maxTokens
         let sendable = UncheckedSendable(tokens)
@@ -81,7 +81,7 @@ extension PostgresTokenService {
 
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
         if let user { _ = try RequestRules.user(user) }
-        let now = Self.now()
+        let now = self.now()
         return try await run("listing tokens") { connection in
             let locked = Set(try await self.lockedUsers(now: now, connection))
             return TokenList(tokens: try await self.tokens(user: user, connection).map { TokenInfo($0, userLocked: locked.contains($0.user)) })
@@ -120,7 +120,7 @@ extension PostgresTokenService {
             var changed = 0
             for try await _ in try await statement(connection) { changed += 1 }
             guard changed == 1 else { throw StoreError.noSuchToken(user: user, serial: serial) }
-            try await self.append(AuditEntry(caller, action, user: user, serial: serial, time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, action, user: user, serial: serial, time: self.now()), connection)
         }
     }
 
@@ -132,7 +132,7 @@ extension PostgresTokenService {
             for try await _ in try await connection.query("DELETE FROM tokens WHERE \"user\" = \(user) RETURNING 1", logger: self.logger) { removed += 1 }
             try await connection.query("DELETE FROM users WHERE name = \(user)", logger: self.logger)
             try await connection.query("DELETE FROM offline_grants WHERE \"user\" = \(user)", logger: self.logger)
-            try await self.append(AuditEntry(caller, "reset", user: user, detail: "\(removed) tokens removed", time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, "reset", user: user, detail: "\(removed) tokens removed", time: self.now()), connection)
             return ResetResponse(removed: removed)
         }
     }
@@ -140,7 +140,7 @@ extension PostgresTokenService {
     public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
         let user = try RequestRules.user(user)
         return try await transaction("unlocking \(user)") { connection in
-            let now = Self.now()
+            let now = self.now()
             try await self.lock(user, connection)
             let wasLocked = try await self.failures(user, connection).isLocked(at: now)
             try await connection.query("DELETE FROM users WHERE name = \(user)", logger: self.logger)
@@ -172,14 +172,14 @@ extension PostgresTokenService {
                 throw StoreError.noSuchToken(user: user, serial: serial)
             }
             try await self.apply([try decide(record)], connection)
-            try await self.append(AuditEntry(caller, action, user: user, serial: serial, time: Self.now()), connection)
+            try await self.append(AuditEntry(caller, action, user: user, serial: serial, time: self.now()), connection)
         }
     }
 
     public func resync(user: String, serial: String, _ request: ResyncRequest, caller: Caller) async throws(ServiceError) -> ResyncResponse {
         let user = try RequestRules.user(user)
         return try await transaction("resynchronising a token of \(user)") { connection in
-            let now = Self.now()
+            let now = self.now()
             try await self.lock(user, connection)
             let decision = try self.engine.resync(try await self.activeTokens(user: user, connection), user: user, serial: serial,
                                                   first: Array(request.first.utf8), second: Array(request.second.utf8), now: now)
@@ -195,7 +195,7 @@ extension PostgresTokenService {
         do throws(StoreError) { codes = try RecoveryCodes.generate(count: request.count ?? 10) } catch { throw ServiceError(error) }
         let rows = codes.map { ($0.id, $0.hash) }
         try await transaction("making recovery codes for \(user)") { connection in
-            let now = Self.now()
+            let now = self.now()
             try await self.lock(user, connection)
             try await connection.query("DELETE FROM recovery_codes WHERE \"user\" = \(user)", logger: self.logger)
             for (id, hash) in rows {
@@ -213,7 +213,7 @@ extension PostgresTokenService {
     }
 
     public func status(caller: Caller) async throws(ServiceError) -> StatusResponse {
-        let now = Self.now()
+        let now = self.now()
         return try await run("reading the status") { connection in
             var counts = (users: 0, tokens: 0, totp: 0, hotp: 0)
             for try await (users, tokens, totp, hotp) in try await connection.query("""

@@ -10,7 +10,7 @@ extension PostgresTokenService {
     public func preflight(_ request: PreflightRequest, caller: Caller) async throws(ServiceError) -> PreflightResponse {
         let user = try RequestRules.user(request.user)
         let groups = try MethodRules.policyGroups(request.groups)
-        let now = Self.now()
+        let now = self.now()
         let policy = settings.policy
         // With the groups the host named (MethodRules.methods), on the same connection.
         let (active, hasFido, methods, holds) = try await run("reading \(user)'s tokens and login methods") { connection in
@@ -87,7 +87,7 @@ extension PostgresTokenService {
     private func verifyLocked(_ call: VerifyCall) async throws(ServiceError) -> VerifyResponse {
         let policy = settings.policy
         return try await transaction("verifying a passcode of \(call.user)") { connection in
-            let now = Self.now()
+            let now = self.now()
             let failureKey = try await self.lockUser(call.user, connection)
             var reads = VerifyReads(failureKey: failureKey,
                                     snapshot: try await self.snapshot(user: call.user, failureKey: failureKey, rows: call.rows, connection))
@@ -107,7 +107,7 @@ extension PostgresTokenService {
         let call = try AnswerCall(request, caller: caller)
         let policy = settings.policy
         return try await transaction("answering a challenge of \(call.user)") { connection in
-            let now = Self.now()
+            let now = self.now()
             _ = try await self.lockUser(call.user, connection)
             var reads = AnswerReads(challenge: try await self.takeChallenge(id: call.challengeID, user: call.user, host: caller.name,
                                                                            now: now, connection))

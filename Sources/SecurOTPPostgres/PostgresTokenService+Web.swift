@@ -27,7 +27,7 @@ extension PostgresTokenService: WebDeviceService {
         let url = try WebEnrollmentRules.publicURL(pushPolicy)
         guard let normalized = PushRules.normalizedCode(request.activationCode) else { throw WebEnrollmentRules.unknownCode }
         let challenge = try WebEnrollmentRules.newChallenge()
-        let now = Self.now()
+        let now = self.now()
         return try await transaction("making web enrollment options") { connection in
             guard let device = try await self.pendingWebDevice(hash: PushRules.codeHash(normalized), now: now, connection) else {
                 throw WebEnrollmentRules.unknownCode
@@ -45,7 +45,7 @@ extension PostgresTokenService: WebDeviceService {
         let url = try WebEnrollmentRules.publicURL(pushPolicy)
         let parts = try WebEnrollmentRules.parts(request)
         let hash = PushRules.codeHash(parts.normalizedCode)
-        let now = Self.now()
+        let now = self.now()
         let outcome = try await transaction("enrolling a web device") { connection -> Result<WebEnrolled, ServiceError> in
             let action = "device enroll web"
             guard let device = try await self.pendingWebDevice(hash: hash, now: now, connection) else {
@@ -94,7 +94,7 @@ extension PostgresTokenService: WebDeviceService {
     public func webSessionOptions(address: String) async throws(ServiceError) -> WebSessionOptions {
         let url = try WebEnrollmentRules.publicURL(pushPolicy)
         let challenge = try WebEnrollmentRules.newChallenge()
-        let now = Self.now()
+        let now = self.now()
         let expires = now + WebSessionRules.challengeLifetime
         try await transaction("making a web session challenge") { connection in
             try await connection.query("DELETE FROM web_sessions WHERE expires <= \(now)", logger: self.logger)
@@ -108,7 +108,7 @@ extension PostgresTokenService: WebDeviceService {
     public func webSession(_ request: WebSessionRequest, address: String) async throws(ServiceError) -> WebSession {
         let parts = try WebSessionRules.parts(request)
         let token = try WebSessionRules.newToken()
-        let now = Self.now()
+        let now = self.now()
         let outcome = try await transaction("opening a web session") { connection -> Result<WebSession, ServiceError> in
             let action = "device web session"
             guard try await self.changed("""
@@ -151,7 +151,7 @@ extension PostgresTokenService: WebDeviceService {
 
     public func authenticateWebSession(_ token: String, address: String) async throws(ServiceError) -> Caller {
         guard token.hasPrefix(WebSessionRules.prefix), token.utf8.count <= 64 else { throw AccessRules.refused }
-        let now = Self.now()
+        let now = self.now()
         let row = try await run("authenticating a web session") { connection -> PushDeviceRow? in
             var id: String?
             for try await (device) in try await connection.query("""

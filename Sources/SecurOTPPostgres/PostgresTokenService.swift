@@ -28,6 +28,7 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     let logger: Logger
     /// `push_limit` and the rest (DeviceService, PostgresTokenService+Push.swift).
     public let pushPolicy: PushPolicy
+    public let clock: ServiceClock
     /// The LISTEN connection of PushChangeFeed, once the server follows it.
     let pushFeed = PushFeedTask()
     let lastTouch = CredentialUse()
@@ -40,7 +41,8 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     let verificationJobs = BatchQueue<VerificationJob>(maximumBatch: 32, maximumRunners: 2, key: \.call.user)
 
     private init(client: PostgresClient, runner: Task<Void, Never>, settings: Settings, keys: KeyFile, location: String, logger: Logger,
-                 pushPolicy: PushPolicy) {
+                 pushPolicy: PushPolicy, clock: ServiceClock) {
+        self.clock = clock
         self.client = client
         self.runner = runner
         self.settings = settings
@@ -54,14 +56,15 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
     /// Connects to `url` (postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|require&sslrootcert=FILE]),
     /// migrates the schema, and loads the key file `settings.paths.keyFile`.
     public static func connect(url: String, settings: Settings, logger: Logger,
-                               pushPolicy: PushPolicy = PushPolicy()) async throws(ServiceError) -> PostgresTokenService {
+                               pushPolicy: PushPolicy = PushPolicy(), clock: ServiceClock = .wall) async throws(ServiceError) -> PostgresTokenService {
         let keys: KeyFile
         do throws(StoreError) { keys = try KeyFile.load(settings.paths.keyFile) } catch { throw ServiceError(error) }
         let configuration = try PostgresURL.configuration(url)
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runner = Task { await client.run() }
         let service = PostgresTokenService(client: client, runner: runner, settings: settings, keys: keys,
-                                           location: PostgresURL.redacted(url), logger: logger, pushPolicy: pushPolicy)
+                                           location: PostgresURL.redacted(url), logger: logger, pushPolicy: pushPolicy,
+                                           clock: clock)
         do {
             try await PostgresSchema.migrate(client, logger: logger)
         } catch {
@@ -83,7 +86,7 @@ public final class PostgresTokenService: TokenService, @unchecked Sendable {
         }
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+    func now() -> Int64 { clock.now() }
 
     // MARK: transactions
 

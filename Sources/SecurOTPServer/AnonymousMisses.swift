@@ -56,10 +56,10 @@ struct AnonymousMissesFlusher: Service {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: .seconds(60))
-                await misses.flush(into: service, now: Int64(Date().timeIntervalSince1970))
+                await misses.flush(into: service, now: service.clock.now())
             }
         }
-        await misses.flush(into: service, now: Int64(Date().timeIntervalSince1970))
+        await misses.flush(into: service, now: service.clock.now())
     }
 }
 
@@ -67,13 +67,14 @@ struct AnonymousMissesFlusher: Service {
 /// expiry end, and with them their context (docs/push.md, "What leaves the host").
 struct PushSweeper: Service {
     let upkeep: any PushUpkeep
+    let clock: ServiceClock
     let logger: Logger
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do throws(ServiceError) {
-                    _ = try await upkeep.sweepPushRequests(now: Int64(Date().timeIntervalSince1970))
+                    _ = try await upkeep.sweepPushRequests(now: clock.now())
                 } catch {
                     logger.warning("sweeping push requests failed", metadata: ["error": "\(error.message)"])
                 }

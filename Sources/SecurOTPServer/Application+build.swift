@@ -20,7 +20,7 @@ public func buildApplication(configuration: DaemonConfiguration, service: any To
     let router = buildRouter(configuration: configuration, service: service, metrics: metrics, polls: polls, misses: misses, logger: logger)
     var services: [any Service] = [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger),
                                    AnonymousMissesFlusher(misses: misses, service: service)]
-    if let upkeep = service as? any PushUpkeep { services.append(PushSweeper(upkeep: upkeep, logger: logger)) }
+    if let upkeep = service as? any PushUpkeep { services.append(PushSweeper(upkeep: upkeep, clock: service.clock, logger: logger)) }
     if let listen = configuration.servedMetricsListen {
         services.append(Application(router: buildMetricsRouter(metrics), configuration: .init(address: bindAddress(listen), serverName: "securotpd"),
                                     onServerRunning: { channel in

@@ -13,6 +13,8 @@ import SecurOTPStore
 public protocol TokenService: Sendable {
     /// "sqlite", "postgres" or "remote".
     var storeKind: String { get }
+    /// The time every decision of this backend reads (ServiceClock: the wall clock but in tests).
+    var clock: ServiceClock { get }
 
     // MARK: hosts
 
@@ -118,4 +120,9 @@ public enum CredentialKind: String, Sendable, Codable, CaseIterable {
     /// `device`: a push-approval device's credential (`sotp_d_…`), kept with the device
     /// (DeviceService), never in the credentials table.
     case host, admin, device
+}
+
+extension TokenService {
+    /// A backend that decides nothing by time itself (the remote client) reads the wall clock.
+    public var clock: ServiceClock { .wall }
 }

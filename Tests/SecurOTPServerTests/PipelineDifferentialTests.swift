@@ -84,10 +84,12 @@ struct PipelineDifferentialTests {
 
     @Test("Random host calls on every backend: same answers, same rows", arguments: [1, 2, 3])
     func sameAnswers(seed: Int) async throws {
-        var sides = [Side("SQLite", try await ValidatorFixture.make(.sqlite)), Side(memory: try MemoryTokenService())]
-        if TestPostgres.enabled { sides.insert(Side("PostgreSQL", try await ValidatorFixture.make(.postgres)), at: 1) }
+        // One time that stands still for every side, mid-step: all see the same TOTP step.
+        let clock = TestClock(frozenAt: Int64(time(nil)) / 30 * 30 + 15)
+        var sides = [Side("SQLite", try await ValidatorFixture.make(.sqlite, clock: clock)), Side(memory: try MemoryTokenService(clock: clock.service))]
+        if TestPostgres.enabled { sides.insert(Side("PostgreSQL", try await ValidatorFixture.make(.postgres, clock: clock)), at: 1) }
         do {
-            try await play(seed: seed, sides)
+            try await play(seed: seed, sides, at: clock.now())
         } catch {
             for side in sides { await side.cleanUp() }
             throw error
@@ -96,7 +98,8 @@ struct PipelineDifferentialTests {
     }
 
     /// `sides[0]` leads: its pending challenge decides what the next answer is.
-    func play(seed: Int, _ sides: [Side]) async throws {
+    /// `now`: the sides' time (a TestClock that stands still).
+    func play(seed: Int, _ sides: [Side], at now: Int64) async throws {
         let sqlite = sides[0]
         for side in sides { try await side.setUp() }
         var random = SplitMix64(seed: UInt64(seed))
@@ -105,8 +108,6 @@ struct PipelineDifferentialTests {
         var pin = ""
         var seen: Set<String> = []
         for step in 0..<90 {
-            // Away from a TOTP step boundary, so both sides see the same step.
-            while Int64(Date().timeIntervalSince1970) % 30 >= 28 { try await Task.sleep(for: .milliseconds(500)) }
             let call: Call
             switch random.below(100) {
             case 0..<30:
@@ -116,7 +117,8 @@ struct PipelineDifferentialTests {
                 let caller = random.below(4) == 0 ? Self.offlineHost : Self.host
                 call = .verify(user: "alice", passcode: { _ in pin + code }, caller: caller)
             case 30..<45:
-                let code = random.below(3) == 0 ? Codes.wrongTOTP(Self.totpSecret) : Codes.totp(Self.totpSecret, offset: Int64(random.below(3)) - 1)
+                let code = random.below(3) == 0 ? Codes.wrongTOTP(Self.totpSecret, at: now)
+                                                 : Codes.totp(Self.totpSecret, offset: Int64(random.below(3)) - 1, at: now)
                 call = .verify(user: "bob", passcode: { _ in code }, caller: Self.host)
             case 45..<55:
                 let index = random.below(3)

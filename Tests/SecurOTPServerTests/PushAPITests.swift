@@ -169,10 +169,10 @@ struct PushAPITests {
             let garbage = try await client.call(.post, "/v1/devices/activate", ["activation_code": "not a code", "public_key": key])
             #expect(garbage.status == 401)
 
-            // Expired: the row's expiry moved into the past.
+            // Expired: the validator's clock moved past the code's lifetime.
             let stale = try await client.call(.post, "/v1/users/bob/devices", [:], bearer: fixture.admin)
             let staleCode = try #require(stale.string("activation_code"))
-            _ = try Self.sql(fixture, #"UPDATE devices SET activation_expires = 1 WHERE "user" = 'bob'"#)
+            fixture.clock.advance(61)
             let expired = try await client.call(.post, "/v1/devices/activate", ["activation_code": staleCode, "public_key": key])
             #expect(expired.status == 401, "\(expired.text)")
             let list = try await client.call(.get, "/v1/devices?user=bob", bearer: fixture.admin)

@@ -15,9 +15,11 @@ struct PushClusterTests {
         var logger = Logger(label: "securotp-test")
         logger.logLevel = .critical
         let url = try #require(a.configuration.postgresURL)
-        let service = try await PostgresTokenService.connect(url: url, settings: a.configuration.store, logger: logger, pushPolicy: a.configuration.push)
-        // database nil: node A drops it when it is done.
-        let b = ValidatorFixture(directory: a.directory, service: service, configuration: a.configuration, admin: a.admin, host: a.host, database: nil)
+        let service = try await PostgresTokenService.connect(url: url, settings: a.configuration.store, logger: logger, pushPolicy: a.configuration.push,
+                                                             clock: a.clock.service)
+        // database nil: node A drops it when it is done. One clock: the nodes agree on the time.
+        let b = ValidatorFixture(directory: a.directory, service: service, configuration: a.configuration, admin: a.admin, host: a.host, database: nil,
+                                 clock: a.clock)
         return (a, b)
     }
 

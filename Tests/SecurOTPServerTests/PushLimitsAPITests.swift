@@ -63,10 +63,10 @@ struct PushLimitsAPITests {
             let expiring = try await open()
             #expect(try stored(replaced) == "|||cancelled")
             // Expired without anyone asking: the sweep ends it.
-            let expired = Int64(Date().timeIntervalSince1970) - 10
-            _ = try PushAPITests.sql(fixture, "UPDATE push_requests SET expires = \(expired) WHERE id = '\(expiring)'")
+            fixture.clock.advance(fixture.configuration.push.requestLifetime + 10)
+            let expired = fixture.clock.now() - 10
             let upkeep = try #require(fixture.service as? any PushUpkeep)
-            #expect(try await upkeep.sweepPushRequests(now: expired + 10) == 1)
+            #expect(try await upkeep.sweepPushRequests(now: fixture.clock.now()) == 1)
             #expect(try stored(expiring) == "|||expired")
             let wait = try await client.call(.post, "/v1/push/wait", ["id": expiring, "wait": 1], bearer: fixture.host)
             #expect(wait.string("state") == "expired", "\(wait.text)")

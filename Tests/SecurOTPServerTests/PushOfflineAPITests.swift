@@ -102,9 +102,8 @@ struct PushOfflineAPITests {
 
             // Expired: the right response is refused, and the request stays unapproved.
             let fourth = try await Self.open(client, fixture, "alice")
-            // Just past, not long past: a request a day past its expiry is deleted (by the next
-            // request's insert or the upkeep sweep, which may run at any moment here).
-            _ = try PushAPITests.sql(fixture, "UPDATE push_requests SET expires = \(Int64(Date().timeIntervalSince1970) - 10) WHERE id = '\(fourth.id)'")
+            // Just past, not long past: a request a day past its expiry is deleted.
+            fixture.clock.advance(fixture.configuration.push.requestLifetime + 10)
             let stale = try await client.call(.post, "/v1/verify", ["user": "alice", "passcode": try Self.response(device, fourth.challenge),
                                                                     "push_id": fourth.id], bearer: fixture.host)
             #expect(stale.string("result") == "reject", "\(stale.text)")

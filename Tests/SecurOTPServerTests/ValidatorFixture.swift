@@ -7,7 +7,25 @@ import SecurOTPPostgres
 import SecurOTPServer
 import SecurOTPService
 import SecurOTPStore
+import Synchronization
 import Testing
+
+/// The fixture's clock: the wall clock, or a time that stands still (`frozenAt`), plus an offset
+/// a test moves forward (`advance`), so that expiry and lockout tests move the validator's time
+/// instead of sleeping or editing rows. Long-poll deadlines stay on the wall clock (they are
+/// waits, not decisions).
+final class TestClock: Sendable {
+    private let offset = Atomic<Int64>(0)
+    private let frozenAt: Int64?
+
+    init(frozenAt: Int64? = nil) { self.frozenAt = frozenAt }
+
+    var service: ServiceClock { ServiceClock { (self.frozenAt ?? Int64(time(nil))) + self.offset.load(ordering: .relaxed) } }
+
+    func now() -> Int64 { service.now() }
+
+    func advance(_ seconds: Int64) { offset.add(seconds, ordering: .relaxed) }
+}
 
 /// Which store answers: every API test runs on both.
 enum Backend: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -38,8 +56,11 @@ struct ValidatorFixture {
     let database: String?
     /// What the application counts; `/metrics` (its own listener in securotpd) serves it.
     let metrics = ValidatorMetrics()
+    /// The validator's time (TestClock): move it with `clock.advance`.
+    let clock: TestClock
 
-    static func make(_ backend: Backend = .sqlite, _ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> ValidatorFixture {
+    static func make(_ backend: Backend = .sqlite, clock: TestClock = TestClock(),
+                     _ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> ValidatorFixture {
         let directory = try temporaryDirectory()
         var configuration = DaemonConfiguration()
         configuration.store.paths = StorePaths(stateDirectory: directory)
@@ -53,7 +74,7 @@ struct ValidatorFixture {
         var database: String?
         switch backend {
         case .sqlite:
-            service = try LocalTokenService(settings: configuration.store, create: true, pushPolicy: configuration.push)
+            service = try LocalTokenService(settings: configuration.store, create: true, pushPolicy: configuration.push, clock: clock.service)
         case .postgres:
             _ = try KeyFile.create(configuration.store.paths.keyFile)
             let name = "securotp_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)
@@ -63,11 +84,12 @@ struct ValidatorFixture {
             var logger = Logger(label: "securotp-test")
             logger.logLevel = .critical
             service = try await PostgresTokenService.connect(url: TestPostgres.url(database: name), settings: configuration.store, logger: logger,
-                                                                   pushPolicy: configuration.push)
+                                                                   pushPolicy: configuration.push, clock: clock.service)
         }
         let admin = try await service.addCredential(kind: .admin, CredentialRequest(name: "root"), caller: .local("test")).credential
         let host = try await service.addCredential(kind: .host, CredentialRequest(name: "web1"), caller: .local("test")).credential
-        return ValidatorFixture(directory: directory, service: service, configuration: configuration, admin: admin, host: host, database: database)
+        return ValidatorFixture(directory: directory, service: service, configuration: configuration, admin: admin, host: host, database: database,
+                                clock: clock)
     }
 
     /// Closes the service and removes the store.
@@ -184,9 +206,10 @@ struct APIClient: Sendable {
 /// Codes computed with the core (the OTP algorithms are checked against RFC vectors and
 /// oathtool elsewhere; here they only drive the API).
 enum Codes {
-    static func totp(_ secret: String, offset: Int64 = 0) -> String {
+    /// `at`: the validator's time when it is not the wall clock's (TestClock).
+    static func totp(_ secret: String, offset: Int64 = 0, at: Int64? = nil) -> String {
         guard let seed = Base32.decode(secret) else { return "" }
-        let now = Int64(Date().timeIntervalSince1970) + offset * 30
+        let now = (at ?? Int64(Date().timeIntervalSince1970)) + offset * 30
         return String(decoding: OTP.totp(secret: seed, unixTime: now, period: 30, digits: 6, algorithm: .sha1), as: UTF8.self)
     }
 
@@ -197,8 +220,8 @@ enum Codes {
 
     /// A six-digit code of no TOTP step within the resync range (50 steps) of now, with room:
     /// a wrong code that can neither pass nor start a "next code" dialogue by luck.
-    static func wrongTOTP(_ secret: String) -> String {
-        wrong(avoiding: Set((-80...80).map { totp(secret, offset: $0) }))
+    static func wrongTOTP(_ secret: String, at: Int64? = nil) -> String {
+        wrong(avoiding: Set((-80...80).map { totp(secret, offset: $0, at: at) }))
     }
 
     /// A six-digit code none of `valid` is.

@@ -15,16 +15,18 @@ public final class MemoryTokenService: TokenService, @unchecked Sendable {
     private let dataKey: SecretBytes
     private let settings = Settings()
     private let lock = NSLock()
+    public let clock: ServiceClock
 
-    public init() throws {
+    public init(clock: ServiceClock = .wall) throws {
         guard let key = SecretBytes.random(count: 32) else { throw ServiceError(.system, "no randomness available") }
+        self.clock = clock
         dataKey = key
         backend = MemoryBackend(engine: VerificationEngine(dataKey: key))
     }
 
     public var storeKind: String { "memory" }
 
-    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+    private func now() -> Int64 { clock.now() }
 
     /// One call at a time, store errors as the other services report them.
     private func run<R>(_ body: () throws(StoreError) -> R) throws(ServiceError) -> R {
@@ -45,25 +47,25 @@ public final class MemoryTokenService: TokenService, @unchecked Sendable {
             let active = backend.rows.tokens.values.filter { $0.row.user == user && $0.row.state == TokenRecord.active }
                 .compactMap { TokenRecord(row: $0.row) }
             return try backend.preflight(user: user, caller: caller, engine: backend.engine, policy: settings.policy, active: active,
-                                         passcodesAllowed: true, now: Self.now())
+                                         passcodesAllowed: true, now: self.now())
         }
     }
 
     public func verify(_ request: VerifyRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
         let call = try VerifyCall(request, caller: caller)
-        return try run { () throws(StoreError) in try backend.verify(call, engine: backend.engine, policy: settings.policy, now: Self.now()) }
+        return try run { () throws(StoreError) in try backend.verify(call, engine: backend.engine, policy: settings.policy, now: self.now()) }
     }
 
     public func answer(_ request: AnswerRequest, caller: Caller) async throws(ServiceError) -> VerifyResponse {
         let call = try AnswerCall(request, caller: caller)
-        return try run { () throws(StoreError) in try backend.answer(call, engine: backend.engine, policy: settings.policy, now: Self.now()) }
+        return try run { () throws(StoreError) in try backend.answer(call, engine: backend.engine, policy: settings.policy, now: self.now()) }
     }
 
     // MARK: tokens
 
     public func importTokens(user: String, _ request: ImportRequest, caller: Caller) async throws(ServiceError) -> TokenList {
         let user = try RequestRules.user(user)
-        let now = Self.now()
+        let now = self.now()
         let tokens = try NewTokens.imported(request, bindingID: "", now: now)
         return try run { () throws(StoreError) in
             try NewToken.check(tokens, user: user, now: now)
@@ -81,7 +83,7 @@ public final class MemoryTokenService: TokenService, @unchecked Sendable {
     }
 
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
-        let now = Self.now()
+        let now = self.now()
         return try run { () throws(StoreError) in
             let records = backend.rows.tokens.values.filter { user == nil || $0.row.user == user }.compactMap { TokenRecord(row: $0.row) }
             return TokenList(tokens: records.map { TokenInfo($0, userLocked: backend.failureState($0.user).isLocked(at: now)) })
@@ -90,7 +92,7 @@ public final class MemoryTokenService: TokenService, @unchecked Sendable {
 
     public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
         let user = try RequestRules.user(user)
-        return try run { () throws(StoreError) in UnlockResponse(wasLocked: backend.unlock(user: user, now: Self.now())) }
+        return try run { () throws(StoreError) in UnlockResponse(wasLocked: backend.unlock(user: user, now: self.now())) }
     }
 
     public func requirePIN(user: String, serial: String, caller: Caller) async throws(ServiceError) {

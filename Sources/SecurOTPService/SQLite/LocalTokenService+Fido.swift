@@ -7,7 +7,7 @@ extension LocalTokenService {
     public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
         let user = try FidoDecisions.challengeUser(request)
         return try await run { (store, tables) throws(StoreError) in
-            let now = Self.now()
+            let now = self.now()
             let locked = try store.userState(user).isLocked(at: now)
             let (pending, response) = try FidoDecisions.offer(user: user, host: caller.name, credentials: try store.fidoCredentials(user: user),
                                                               origin: request.origin, appID: request.appid, locked: locked, now: now)
@@ -21,7 +21,7 @@ extension LocalTokenService {
         let policy = settings.policy
         return try await run { (store, tables) throws(StoreError) in
             try store.database.immediateTransaction { () throws(StoreError) -> VerifyResponse in
-                let now = Self.now()
+                let now = self.now()
                 let user = assertion.user
                 let challenge = try tables.take(id: assertion.id, user: user, host: caller.name, now: now)
                 let credential = try store.fidoCredentials(user: user).first { $0.serial == assertion.serial }
@@ -55,7 +55,7 @@ extension LocalTokenService {
         let credentials = try FidoDecisions.credentials(request)
         let maxTokens = settings.maxTokens
         return try await run { (store, tables) throws(StoreError) in
-            let now = Self.now()
+            let now = self.now()
             let added = try store.addFido(credentials, user: user, source: request.source, maxTokens: maxTokens, now: now)
             for credential in added {
                 try tables.append(FidoDecisions.addedAudit(caller, user: user, credential, source: request.source, now: now))

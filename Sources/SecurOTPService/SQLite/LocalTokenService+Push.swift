@@ -24,7 +24,7 @@ extension LocalTokenService: DeviceService {
         let lifetime = pushPolicy.activationLifetime
         let activationURL = try pushPolicy.activationURL(request, code: code)
         return try await runPush { (_, push, access) throws(ServiceError) in
-            let now = Self.now()
+            let now = self.now()
             try Self.call { () throws(StoreError) in
                 try push.insertDevice(id: id, user: user, name: name, activationHash: PushRules.codeHash(normalized), expires: now + lifetime, now: now)
                 try access.append(AuditEntry(caller, "device add", user: user, serial: id, result: "ok", detail: name, time: now))
@@ -45,7 +45,7 @@ extension LocalTokenService: DeviceService {
         try await runPush { (_, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) in
                 guard try push.deleteDevice(id: device, user: user) else { throw StoreError(.notFound, Self.unknownDevice) }
-                try access.append(AuditEntry(caller, "device remove", user: user, serial: device, result: "ok", detail: "", time: Self.now()))
+                try access.append(AuditEntry(caller, "device remove", user: user, serial: device, result: "ok", detail: "", time: self.now()))
             }
         }
     }
@@ -56,7 +56,7 @@ extension LocalTokenService: DeviceService {
         guard let normalized = PushRules.normalizedCode(code) else { throw ServiceError(.system, "unlock code malformed") }
         let lifetime = pushPolicy.activationLifetime
         return try await runPush { (_, push, access) throws(ServiceError) in
-            let now = Self.now()
+            let now = self.now()
             try Self.call { () throws(StoreError) in
                 guard let row = try push.device(id: device), row.user == user else { throw StoreError(.notFound, Self.unknownDevice) }
                 guard row.state != "pending" else {
@@ -79,7 +79,7 @@ extension LocalTokenService: DeviceService {
                 guard let row = try push.device(id: device), row.user == user else { throw StoreError(.notFound, Self.unknownDevice) }
                 guard !row.publicKey.isEmpty else { throw StoreError(.invalidInput, "device \(device) has no key yet: certify it after activation") }
                 try push.setCertificate(id: device, certificate: request.certificate)
-                try access.append(AuditEntry(caller, "device certify", user: user, serial: device, result: "ok", detail: "", time: Self.now()))
+                try access.append(AuditEntry(caller, "device certify", user: user, serial: device, result: "ok", detail: "", time: self.now()))
             }
         }
     }
@@ -90,7 +90,7 @@ extension LocalTokenService: DeviceService {
             try Self.call { () throws(StoreError) in
                 let was = try push.unblock(user: user)
                 try access.append(AuditEntry(caller, "push unblock", user: user, serial: "", result: "ok",
-                                             detail: was ? "was blocked" : "was not blocked", time: Self.now()))
+                                             detail: was ? "was blocked" : "was not blocked", time: self.now()))
                 return PushUnblocked(wasBlocked: was)
             }
         }
@@ -110,7 +110,7 @@ extension LocalTokenService: DeviceService {
         // The taken code commits even when it has expired (single use); only then is the refusal thrown.
         let offlineSecret = try PushRules.newOfflineSecret(aaid: aaid)
         let outcome = try await runPush { (store, push, access) throws(ServiceError) -> Result<DeviceActivated, ServiceError> in
-            let now = Self.now()
+            let now = self.now()
             return try Self.call { () throws(StoreError) -> Result<DeviceActivated, ServiceError> in
                 // A code that names no device is audited by securotpd in aggregate (AnonymousMisses),
                 // not as a row each: anyone can send them.
@@ -160,7 +160,7 @@ extension LocalTokenService: DeviceService {
         try await runPush { (_, push, _) throws(ServiceError) in
             try Self.call { () throws(StoreError) in
                 let row = try Self.activeDevice(push, caller)
-                return DevicePushList(requests: try push.pendingRequests(user: row.user, now: Self.now()).map(\.forDevice))
+                return DevicePushList(requests: try push.pendingRequests(user: row.user, now: self.now()).map(\.forDevice))
             }
         }
     }
@@ -171,7 +171,7 @@ extension LocalTokenService: DeviceService {
         let requireUV = pushPolicy.pinRequired
         return try await runPush { (store, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) -> DeviceStateResponse in
-                let now = Self.now()
+                let now = self.now()
                 let device = try Self.activeDevice(push, caller)
                 // Another user's request, or an unknown one: one answer for both.
                 guard PushRules.isRequestID(answer.id), let row = try push.request(id: answer.id), row.user == device.user else {
@@ -233,7 +233,7 @@ extension LocalTokenService: DeviceService {
                 guard caller.kind == .device, let row = try push.device(id: caller.name) else { throw StoreError(.notFound, "no such device") }
                 _ = try push.setState(id: row.id, from: "active", to: "blocked")
                 try access.append(AuditEntry(caller, "device blocked", user: row.user, serial: row.id, result: "ok",
-                                             detail: "the device blocked itself (wrong PINs)", time: Self.now()))
+                                             detail: "the device blocked itself (wrong PINs)", time: self.now()))
             }
         }
     }
@@ -243,7 +243,7 @@ extension LocalTokenService: DeviceService {
         let normalized = PushRules.normalizedCode(request.unlockCode)
         let outcome = try await runPush { (_, push, access) throws(ServiceError) -> Result<DeviceStateResponse, ServiceError> in
             try Self.call { () throws(StoreError) -> Result<DeviceStateResponse, ServiceError> in
-                let now = Self.now()
+                let now = self.now()
                 guard caller.kind == .device, let row = try push.device(id: caller.name) else { throw StoreError(.notFound, "no such device") }
                 guard row.state == "blocked" else { return .success(DeviceStateResponse(state: row.state)) }
                 if let normalized, row.unlockExpires > now, try push.unlock(id: row.id, hash: PushRules.codeHash(normalized)) {
@@ -265,7 +265,7 @@ extension LocalTokenService: DeviceService {
                 guard caller.kind == .device, let user = caller.users.first, try push.deleteDevice(id: caller.name, user: user) else {
                     throw StoreError(.notFound, "no such device")
                 }
-                try access.append(AuditEntry(caller, "device remove", user: user, serial: caller.name, result: "ok", detail: "from the device", time: Self.now()))
+                try access.append(AuditEntry(caller, "device remove", user: user, serial: caller.name, result: "ok", detail: "from the device", time: self.now()))
             }
         }
     }
@@ -294,7 +294,7 @@ extension LocalTokenService: DeviceService {
         let policy = pushPolicy
         let outcome = try await runPush { (store, push, access) throws(ServiceError) -> Result<PushOpened, ServiceError> in
             try Self.call { () throws(StoreError) -> Result<PushOpened, ServiceError> in
-                let now = Self.now()
+                let now = self.now()
                 func refuse(_ reason: String, _ message: String) throws(StoreError) -> Result<PushOpened, ServiceError> {
                     try access.append(AuditEntry(caller, "push", user: user, serial: "", result: "denied", detail: reason, time: now))
                     return .failure(ServiceError(.conflict, message))
@@ -334,7 +334,7 @@ extension LocalTokenService: DeviceService {
     public func pushStatus(id: String, caller: Caller) async throws(ServiceError) -> PushStatus {
         try await runPush { (_, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) -> PushStatus in
-                let now = Self.now()
+                let now = self.now()
                 let row = try Self.hostRequest(push, id: id, caller: caller)
                 switch PushDecisions.status(row, now: now) {
                 case .report(let status):
@@ -358,7 +358,7 @@ extension LocalTokenService: DeviceService {
         let policy = settings.policy
         try await runPush { (store, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) in
-                let now = Self.now()
+                let now = self.now()
                 let row = try Self.hostRequest(push, id: request.id, caller: caller)
                 guard try push.recordResult(id: row.id, host: caller.name, result: request.accepted ? "accepted" : "refused") else {
                     throw StoreError(.invalidInput, PushDecisions.noResultAwaited(row))
@@ -381,7 +381,7 @@ extension LocalTokenService: DeviceService {
         let user = try RequestRules.user(request.user)
         return try await runPush { (store, push, access) throws(ServiceError) in
             try Self.call { () throws(StoreError) -> VerifyResponse? in
-                let now = Self.now()
+                let now = self.now()
                 // Another host's or user's request, or an unknown id: the answer is only a passcode.
                 guard PushRules.isRequestID(pushID), let row = try push.request(id: pushID), row.host == caller.name, row.user == user,
                       row.state == "pending" else { return nil }
@@ -423,7 +423,7 @@ extension LocalTokenService: DeviceService {
                 guard try push.transition(id: row.id, from: "pending", to: "cancelled") else {
                     return (PushDecisions.cancelled(row, moved: false), nil)
                 }
-                try access.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: Self.now()))
+                try access.append(AuditEntry(caller, "push cancel", user: row.user, serial: row.id, result: "ok", detail: "", time: self.now()))
                 return (PushDecisions.cancelled(row, moved: true), row.user)
             }
         }

@@ -20,7 +20,7 @@ extension LocalTokenService: WebDeviceService {
         guard let normalized = PushRules.normalizedCode(request.activationCode) else { throw WebEnrollmentRules.unknownCode }
         let challenge = try WebEnrollmentRules.newChallenge()
         return try await runService { (store, _) throws(ServiceError) -> WebEnrollOptions in
-            let now = Self.now()
+            let now = self.now()
             return try Self.webCall { () throws(StoreError) -> WebEnrollOptions in
                 guard let device = try Self.pendingDevice(store.database, hash: PushRules.codeHash(normalized), now: now) else {
                     throw StoreError(.notFound, WebEnrollmentRules.unknownCode.message)
@@ -42,7 +42,7 @@ extension LocalTokenService: WebDeviceService {
         let outcome = try await runService { (store, access) throws(ServiceError) -> Result<WebEnrolled, ServiceError> in
             let db = store.database
             let push = PushTables(db: db)
-            let now = Self.now()
+            let now = self.now()
             let hash = PushRules.codeHash(parts.normalizedCode)
             func audit(_ device: String, _ user: String, _ result: String, _ detail: String) throws(StoreError) {
                 try access.append(AuditEntry(time: now, actorKind: "device", actor: device, address: address, action: "device enroll web",
@@ -97,7 +97,7 @@ extension LocalTokenService: WebDeviceService {
         let url = try WebEnrollmentRules.publicURL(pushPolicy)
         let challenge = try WebEnrollmentRules.newChallenge()
         return try await runService { (store, _) throws(ServiceError) -> WebSessionOptions in
-            let now = Self.now()
+            let now = self.now()
             let expires = now + WebSessionRules.challengeLifetime
             try Self.webCall { () throws(StoreError) in
                 try store.database.prepare("DELETE FROM web_sessions WHERE expires <= ?").bind(.integer(now)).run()
@@ -115,7 +115,7 @@ extension LocalTokenService: WebDeviceService {
         let outcome = try await runService { (store, access) throws(ServiceError) -> Result<WebSession, ServiceError> in
             let db = store.database
             let push = PushTables(db: db)
-            let now = Self.now()
+            let now = self.now()
             return try Self.webCall { () throws(StoreError) -> Result<WebSession, ServiceError> in
                 func audit(_ device: String, _ user: String, _ result: String, _ detail: String) throws(StoreError) {
                     try access.append(AuditEntry(time: now, actorKind: "device", actor: device, address: address, action: "device web session",
@@ -163,7 +163,7 @@ extension LocalTokenService: WebDeviceService {
     public func authenticateWebSession(_ token: String, address: String) async throws(ServiceError) -> Caller {
         guard token.hasPrefix(WebSessionRules.prefix), token.utf8.count <= 64 else { throw AccessRules.refused }
         let found = try await runService { (store, _) throws(ServiceError) -> PushDeviceRow? in
-            let now = Self.now()
+            let now = self.now()
             return try Self.webCall { () throws(StoreError) -> PushDeviceRow? in
                 let statement = try store.database.prepare("SELECT device FROM web_sessions WHERE hash = ? AND kind = 'session' AND expires > ?")
                 defer { statement.reset() }

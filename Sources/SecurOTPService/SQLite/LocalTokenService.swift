@@ -16,15 +16,17 @@ public final class LocalTokenService: TokenService {
     private let lastTouch = CredentialUse()
     /// PushChangeFeed in-process (LocalTokenService+Push.swift).
     let pushChanges = PushChangeRelay()
+    public let clock: ServiceClock
 
     /// Opens the store `settings.paths` names, migrating an older schema (this is the admin
     /// side: the CLI and securotpd); with `create`, first makes a missing one.
     /// `backgroundCheckpoints`: a long-lived server (securotpd) checkpoints the WAL from a
     /// second connection instead of in its commits (StoreExecutor).
     public init(settings: Settings, create: Bool = false, backgroundCheckpoints: Bool = false,
-                pushPolicy: PushPolicy = PushPolicy()) throws(ServiceError) {
+                pushPolicy: PushPolicy = PushPolicy(), clock: ServiceClock = .wall) throws(ServiceError) {
         self.settings = settings
         self.pushPolicy = pushPolicy
+        self.clock = clock
         do {
             let store = try Store.open(settings.paths, create ? .create : .migrate)
             credentials = try CredentialReader(path: settings.paths.database)
@@ -41,7 +43,7 @@ public final class LocalTokenService: TokenService {
         _ = try await run { (store, _) throws(StoreError) in try store.hasActiveTokens(user: Store.unresolvedUsersKey) }
     }
 
-    static func now() -> Int64 { Int64(time(nil)) }
+    func now() -> Int64 { clock.now() }
 
     /// Runs `body` on the store thread with store errors turned into service errors.
     func run<R: Sendable>(_ body: @escaping (Store, AccessTables) throws(StoreError) -> R) async throws(ServiceError) -> R {
@@ -71,7 +73,7 @@ public final class LocalTokenService: TokenService {
             // typed offline can be accepted online once otp is allowed again.
             if !passcodesAllowed { try tables.dropReservations(host: caller.name, user: user) }
             var response = try Self.storage(store, tables).preflight(user: user, caller: caller, engine: store.engine, policy: policy, active: active,
-                                                                     passcodesAllowed: passcodesAllowed, now: Self.now())
+                                                                     passcodesAllowed: passcodesAllowed, now: self.now())
             // A cloned credential counts too: such a user is asked for the key and denied,
             // never let through by `nullok`.
             if try !store.fidoCredentials(user: user).isEmpty { response.fido = true }
@@ -91,7 +93,7 @@ public final class LocalTokenService: TokenService {
             call.passcodeRefusal = MethodRules.refusal(.otp, try Self.loginMethods(store, user: call.user, global: globalMethods))
             // Offline codes are passcodes: the host's reservations for the user go with otp.
             if call.passcodeRefusal != nil { try tables.dropReservations(host: call.caller.name, user: call.user) }
-            return try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: Self.now())
+            return try Self.storage(store, tables).verify(call, engine: store.engine, policy: policy, now: self.now())
         }
     }
 
@@ -112,7 +114,7 @@ public final class LocalTokenService: TokenService {
         let methods = try PolicyRules.methods(request)
         return try await run { (store, tables) throws(StoreError) in
             try store.setMethodPolicy(subject, methods)
-            try tables.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: methods.text, time: Self.now()))
+            try tables.append(AuditEntry(caller, "policy set", user: subject, result: "ok", detail: methods.text, time: self.now()))
             return PolicyRules.info(subject: subject, text: methods.text)
         }
     }
@@ -121,7 +123,7 @@ public final class LocalTokenService: TokenService {
         let subject = try PolicyRules.subject(subject)
         let removed = try await run { (store, tables) throws(StoreError) -> Bool in
             guard try store.clearMethodPolicy(subject) else { return false }
-            try tables.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: Self.now()))
+            try tables.append(AuditEntry(caller, "policy clear", user: subject, result: "ok", time: self.now()))
             return true
         }
         guard removed else { throw ServiceError(.notFound, "\(subject) has no policy") }
@@ -139,7 +141,7 @@ public final class LocalTokenService: TokenService {
         let call = try AnswerCall(request, caller: caller)
         let policy = settings.policy
         return try await run { (store, tables) throws(StoreError) in
-            try Self.storage(store, tables).answer(call, engine: store.engine, policy: policy, now: Self.now())
+            try Self.storage(store, tables).answer(call, engine: store.engine, policy: policy, now: self.now())
         }
     }
 
@@ -154,7 +156,7 @@ public final class LocalTokenService: TokenService {
         let token = try NewTokens.enrolled(request)
         let maxTokens = settings.maxTokens
         return try await run { (store, tables) throws(StoreError) in
-            let now = Self.now()
+            let now = self.now()
             let record = try store.add([token], user: user, maxTokens: maxTokens, now: now)[0]
             try tables.append(AuditEntry(caller, "enroll", user: user, serial: record.serial, result: "ok", detail: record.kind.rawValue, time: now))
             return EnrollResponse(token: TokenInfo(record), secret: Base32.encode(token.seed))
@@ -165,7 +167,7 @@ public final class LocalTokenService: TokenService {
         let user = try RequestRules.user(user)
         let maxTokens = settings.maxTokens
         return try await runService { (store, tables) throws(ServiceError) -> TokenList in
-            let now = Self.now()
+            let now = self.now()
             let tokens = try NewTokens.imported(request, bindingID: store.bindingID(user: user), now: now)
             return try Self.storeCall { () throws(StoreError) -> TokenList in
                 let records = try store.add(tokens, user: user, maxTokens: maxTokens, now: now)
@@ -180,7 +182,7 @@ public final class LocalTokenService: TokenService {
     public func tokens(user: String?, caller: Caller) async throws(ServiceError) -> TokenList {
         if let user { _ = try RequestRules.user(user) }
         return try await run { (store, _) throws(StoreError) in
-            let locked = Set(try store.lockedUsers(now: Self.now()))
+            let locked = Set(try store.lockedUsers(now: self.now()))
             return TokenList(tokens: try store.tokens(user: user).map { TokenInfo($0, userLocked: locked.contains($0.user)) })
         }
     }
@@ -203,7 +205,7 @@ public final class LocalTokenService: TokenService {
         return try await run { (store, tables) throws(StoreError) in
             let removed = try store.reset(user: user)
             try tables.dropReservations(user: user)
-            try tables.append(AuditEntry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", time: Self.now()))
+            try tables.append(AuditEntry(caller, "reset", user: user, serial: "", result: "ok", detail: "\(removed) tokens removed", time: self.now()))
             return ResetResponse(removed: removed)
         }
     }
@@ -211,7 +213,7 @@ public final class LocalTokenService: TokenService {
     public func unlock(user: String, caller: Caller) async throws(ServiceError) -> UnlockResponse {
         let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
-            let now = Self.now()
+            let now = self.now()
             let wasLocked = try store.unlock(user: user, now: now)
             try tables.append(AuditEntry(caller, "unlock", user: user, serial: "", result: "ok", detail: wasLocked ? "was locked" : "was not locked", time: now))
             return UnlockResponse(wasLocked: wasLocked)
@@ -242,7 +244,7 @@ public final class LocalTokenService: TokenService {
     public func resync(user: String, serial: String, _ request: ResyncRequest, caller: Caller) async throws(ServiceError) -> ResyncResponse {
         let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
-            let now = Self.now()
+            let now = self.now()
             let result = try store.resync(user: user, serial: serial, first: Array(request.first.utf8), second: Array(request.second.utf8), now: now)
             try tables.append(AuditEntry(caller, "resync", user: user, serial: serial, result: "ok", detail: result.description, time: now))
             return ResyncResponse(result)
@@ -252,7 +254,7 @@ public final class LocalTokenService: TokenService {
     public func recoveryCodes(user: String, _ request: RecoveryCodesRequest, caller: Caller) async throws(ServiceError) -> RecoveryCodesResponse {
         let user = try RequestRules.user(user)
         return try await run { (store, tables) throws(StoreError) in
-            let now = Self.now()
+            let now = self.now()
             let codes = try store.generateRecoveryCodes(user: user, count: request.count ?? 10, now: now)
             try tables.append(AuditEntry(caller, "recovery-codes", user: user, serial: "", result: "ok", detail: "\(codes.count) codes", time: now))
             return RecoveryCodesResponse(user: user, codes: codes)
@@ -270,7 +272,7 @@ public final class LocalTokenService: TokenService {
             let tokens = try store.tokens()
             return StatusResponse(store: "sqlite", location: location, schemaVersion: store.schemaVersion, users: Set(tokens.map(\.user)).count,
                                   tokens: tokens.count, totpTokens: tokens.filter { $0.kind == .totp }.count,
-                                  hotpTokens: tokens.filter { $0.kind == .hotp }.count, lockedUsers: try store.lockedUsers(now: Self.now()))
+                                  hotpTokens: tokens.filter { $0.kind == .hotp }.count, lockedUsers: try store.lockedUsers(now: self.now()))
         }
     }
 
@@ -280,14 +282,14 @@ public final class LocalTokenService: TokenService {
         let user = try RequestRules.user(user)
         try await run { (store, tables) throws(StoreError) in
             try body(store)
-            try tables.append(AuditEntry(caller, action, user: user, serial: serial, result: "ok", detail: "", time: Self.now()))
+            try tables.append(AuditEntry(caller, action, user: user, serial: serial, result: "ok", detail: "", time: self.now()))
         }
     }
 
     // MARK: access
 
     public func addCredential(kind: CredentialKind, _ request: CredentialRequest, caller: Caller) async throws(ServiceError) -> CredentialCreated {
-        let (row, credential) = try AccessRules.newCredential(kind: kind, request, now: Self.now())
+        let (row, credential) = try AccessRules.newCredential(kind: kind, request, now: self.now())
         return try await runService { (_, tables) throws(ServiceError) -> CredentialCreated in
             guard try Self.storeCall({ () throws(StoreError) in try tables.insert(row) }) else { throw AccessRules.duplicate(kind, row.name) }
             try Self.storeCall { () throws(StoreError) in
@@ -304,7 +306,7 @@ public final class LocalTokenService: TokenService {
     public func revokeCredential(kind: CredentialKind, name: String, caller: Caller) async throws(ServiceError) {
         try await runService { (_, tables) throws(ServiceError) in
             try Self.storeCall { () throws(StoreError) in
-                let now = Self.now()
+                let now = self.now()
                 guard try tables.revoke(kind: kind, name: name, now: now) else {
                     throw StoreError(.notFound, "no \(kind.rawValue) named \(name) has a credential in force; see: securotp \(kind.rawValue) list")
                 }
@@ -317,7 +319,7 @@ public final class LocalTokenService: TokenService {
         guard let credential = Credential(text: text) else { throw AccessRules.refused }
         let row = try Self.storeCall { () throws(StoreError) in try credentials.credential(id: credential.id) }
         guard let row, let caller = AccessRules.caller(for: row, presented: credential, address: address) else { throw AccessRules.refused }
-        let now = Self.now()
+        let now = self.now()
         if lastTouch.due(row.id, now: now) { try await run { (_, tables) throws(StoreError) in try tables.touch(id: row.id, now: now) } }
         return caller
     }

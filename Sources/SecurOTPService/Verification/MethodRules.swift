@@ -77,7 +77,7 @@ extension TokenService {
         let methods = try await loginMethods(user: user, caller: caller)
         let refusal = MethodRules.refusal(method, methods)
         if let refusal {
-            await record(AuditEntry(caller, action, user: user, result: "denied", detail: refusal, time: Int64(Date().timeIntervalSince1970)))
+            await record(AuditEntry(caller, action, user: user, result: "denied", detail: refusal, time: clock.now()))
         }
         return MethodCheck(methods: methods, refusal: refusal)
     }
