@@ -12,12 +12,15 @@ import ServiceLifecycle
 /// The validator's HTTP application: routes, middleware and listener, from a configuration and
 /// a token service. securotpd runs it; the tests build the same application (port 0, an
 /// in-process service) so what they test is what runs.
+/// `waiters`: the long-polls' tickets (tests pass theirs to see when a wait is parked).
 public func buildApplication(configuration: DaemonConfiguration, service: any TokenService, logger: Logger, metrics: ValidatorMetrics = ValidatorMetrics(),
+                             waiters: PushWaiters? = nil,
                              onServerRunning: @escaping @Sendable (_ boundAddress: String) async -> Void = { _ in })
     throws -> some ApplicationProtocol {
     let polls = LongPolls()
     let misses = AnonymousMisses()
-    let router = buildRouter(configuration: configuration, service: service, metrics: metrics, polls: polls, misses: misses, logger: logger)
+    let router = buildRouter(configuration: configuration, service: service, metrics: metrics, waiters: waiters, polls: polls, misses: misses,
+                             logger: logger)
     var services: [any Service] = [AuditPruner(service: service, retentionDays: configuration.auditRetentionDays, logger: logger),
                                    AnonymousMissesFlusher(misses: misses, service: service)]
     if let upkeep = service as? any PushUpkeep { services.append(PushSweeper(upkeep: upkeep, clock: service.clock, logger: logger)) }

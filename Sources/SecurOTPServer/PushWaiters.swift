@@ -50,6 +50,7 @@ public actor PushWaiters {
     private var continuations: [Int: CheckedContinuation<Void, Never>] = [:]
     private var wakers: [Int: @Sendable () -> Void] = [:]
     private var nextTicket = 0
+    private var heldWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
 
     public init(capacity: Int = 10_000) {
         self.capacity = capacity
@@ -58,6 +59,14 @@ public actor PushWaiters {
     }
 
     public var count: Int { keyOfTicket.count }
+
+    /// Returns once at least `count` waits hold a ticket. A wait takes its ticket before it reads
+    /// the state, so from then on no change is missed: a test that awaits this before making the
+    /// change knows the long-poll is parked, without sleeping for it.
+    public func held(atLeast count: Int) async {
+        guard keyOfTicket.count < count else { return }
+        await withCheckedContinuation { heldWatchers.append((count, $0)) }
+    }
 
     static func request(_ id: String) -> String { PushChangeKeys.request(id) }
     static func user(_ name: String) -> String { PushChangeKeys.user(name) }
@@ -87,6 +96,12 @@ public actor PushWaiters {
         keyOfTicket[nextTicket] = key
         ownerOfTicket[nextTicket] = owner
         keys[key, default: []].insert(nextTicket)
+        let held = keyOfTicket.count
+        heldWatchers.removeAll { watcher in
+            guard watcher.count <= held else { return false }
+            watcher.continuation.resume()
+            return true
+        }
         return .success(nextTicket)
     }
 

@@ -190,7 +190,7 @@ struct PushAPITests {
             let body = try device.approval(of: request, number: "492817")
             let started = Date()
             async let waited = client.call(.post, "/v1/push/wait", ["id": id, "wait": 20], bearer: fixture.host)
-            try await Task.sleep(for: .milliseconds(300))
+            await fixture.waiters.held(atLeast: 1)
             _ = try await client.call(.post, "/v1/device/answer", body, bearer: device.credential)
             let answered = Date()
             let answer = try await waited
@@ -198,12 +198,11 @@ struct PushAPITests {
             #expect(answer.string("state") == "consumed" && answer["approval"] != nil, "\(answer.text)")
             // Measured from the answer's commit, bounded well under the 20 s wait: a loaded machine (PostgreSQL suites in parallel) slows the calls; a missed wake-up takes the whole 20 s.
             #expect(Date().timeIntervalSince(answered) < 10, "woke \(elapsed) s after the wait began, bound 20 s")
-            #expect(elapsed >= 0.3, "it waited for the answer")
 
             // A device's wait wakes when a request arrives.
             let deviceStarted = Date()
             async let arriving = client.call(.post, "/v1/device/requests", ["wait": 20], bearer: device.credential)
-            try await Task.sleep(for: .milliseconds(300))
+            await fixture.waiters.held(atLeast: 1)
             _ = try await Self.open(client, fixture, "alice")
             let list = try await arriving
             #expect((list["requests"] as? [Any])?.count == 1, "\(list.text)")

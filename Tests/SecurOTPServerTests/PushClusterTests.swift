@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SecurOTPPostgres
+import SecurOTPServer
 import SecurOTPService
 import Testing
 
@@ -19,7 +20,7 @@ struct PushClusterTests {
                                                              clock: a.clock.service)
         // database nil: node A drops it when it is done. One clock: the nodes agree on the time.
         let b = ValidatorFixture(directory: a.directory, service: service, configuration: a.configuration, admin: a.admin, host: a.host, database: nil,
-                                 clock: a.clock)
+                                 clock: a.clock, waiters: PushWaiters(capacity: a.configuration.maxPushWaiters))
         return (a, b)
     }
 
@@ -32,7 +33,7 @@ struct PushClusterTests {
 
                 // The device waits on node B; the host opens on node A: the device's wait wakes.
                 async let arriving = nodeB.call(.post, "/v1/device/requests", ["wait": 30], bearer: device.credential)
-                try await Task.sleep(for: .milliseconds(300))
+                await b.waiters.held(atLeast: 1)
                 let id = try #require(try await PushAPITests.open(nodeA, a, "alice").string("id"))
                 let opened = Date()
                 let list = try await arriving
@@ -43,7 +44,7 @@ struct PushClusterTests {
                 // The host waits on node A; the device answers on node B.
                 let body = try device.approval(of: request, number: "492817")
                 async let waited = nodeA.call(.post, "/v1/push/wait", ["id": id, "wait": 30], bearer: a.host)
-                try await Task.sleep(for: .milliseconds(300))
+                await a.waiters.held(atLeast: 1)
                 let answer = try await nodeB.call(.post, "/v1/device/answer", body, bearer: device.credential)
                 let answered = Date()
                 #expect(answer.string("state") == "approved", "\(answer.text)")
@@ -76,7 +77,8 @@ struct PushClusterTests {
                 let request = try #require(try await PushAPITests.pending(nodeA, device).first)
                 async let onA = nodeA.call(.post, "/v1/push/wait", ["id": id, "wait": 30], bearer: a.host)
                 async let onB = nodeB.call(.post, "/v1/push/wait", ["id": id, "wait": 30], bearer: a.host)
-                try await Task.sleep(for: .milliseconds(300))
+                await a.waiters.held(atLeast: 1)
+                await b.waiters.held(atLeast: 1)
                 _ = try await nodeB.call(.post, "/v1/device/answer", try device.approval(of: request, number: "492817"), bearer: device.credential)
                 let answered = Date()
                 let (first, second) = try await (onA, onB)

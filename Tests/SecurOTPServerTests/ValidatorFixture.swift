@@ -58,6 +58,9 @@ struct ValidatorFixture {
     let metrics = ValidatorMetrics()
     /// The validator's time (TestClock): move it with `clock.advance`.
     let clock: TestClock
+    /// The application's long-polls: `await waiters.held(atLeast: n)` before the change a
+    /// parked wait must see, instead of sleeping until it is parked.
+    let waiters: PushWaiters
 
     static func make(_ backend: Backend = .sqlite, clock: TestClock = TestClock(),
                      _ configure: (inout DaemonConfiguration) -> Void = { _ in }) async throws -> ValidatorFixture {
@@ -89,7 +92,7 @@ struct ValidatorFixture {
         let admin = try await service.addCredential(kind: .admin, CredentialRequest(name: "root"), caller: .local("test")).credential
         let host = try await service.addCredential(kind: .host, CredentialRequest(name: "web1"), caller: .local("test")).credential
         return ValidatorFixture(directory: directory, service: service, configuration: configuration, admin: admin, host: host, database: database,
-                                clock: clock)
+                                clock: clock, waiters: PushWaiters(capacity: configuration.maxPushWaiters))
     }
 
     /// Closes the service and removes the store.
@@ -102,7 +105,7 @@ struct ValidatorFixture {
     func application() throws -> some ApplicationProtocol {
         var logger = Logger(label: "securotpd-test")
         logger.logLevel = .critical
-        return try buildApplication(configuration: configuration, service: service, logger: logger, metrics: metrics)
+        return try buildApplication(configuration: configuration, service: service, logger: logger, metrics: metrics, waiters: waiters)
     }
 
     /// Runs `body` with an in-process client of the application (no sockets).
