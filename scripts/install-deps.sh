@@ -17,7 +17,7 @@ softfido=(libfido2-dev libssl-dev)
 # against the soft key and the module (docs/fido.md).
 # chromium, python3-venv: the phone page's tests drive Debian's chromium with Playwright from
 # PyPI, in its own venv (.build/venv, made below; it downloads no browser).
-test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3 libnss-wrapper chromium python3-venv)
+test=("${build[@]}" "${softfido[@]}" fido2-tools pamu2fcfg libpam-u2f oathtool zbar-tools openssh-server sshpass stoken python3-pip python3-yaml python3-cryptography postgresql postgresql-client openssl curl strace sqlite3 libnss-wrapper chromium python3-venv libfaketime)
 # test-fast: what the unit and in-process tests use (make test-fast): no PostgreSQL, browser,
 # sshd or FIDO tools.
 test_fast=("${build[@]}" oathtool zbar-tools stoken python3-pip python3-yaml python3-cryptography openssl curl sqlite3)

@@ -491,6 +491,21 @@ enum Oath {
 enum Clock {
     static func now() -> Double { Date().timeIntervalSince1970 }
 
+    /// The environment of a process whose clock runs `seconds` ahead (Debian's libfaketime,
+    /// preloaded: time(), gettimeofday() and clock_gettime(CLOCK_REALTIME) of the process and of
+    /// the module it loads), so a test moves time past unlock_time or an expiry instead of
+    /// sleeping until it passes. Monotonic clocks are left alone (timeouts stay real). For
+    /// pam-check and the module only: the statically linked Swift programs lose their arguments
+    /// under it.
+    static func ahead(_ seconds: Int) throws -> [String: String] {
+        let candidates = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+                          "/usr/lib/faketime/libfaketime.so.1"]
+        guard let library = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            throw HarnessError("libfaketime is missing: apt install libfaketime (make test installs it)")
+        }
+        return ["LD_PRELOAD": library, "FAKETIME": "+\(seconds)s", "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"]
+    }
+
     /// If fewer than `margin` seconds remain in the current TOTP step, sleeps into the next one,
     /// so a code computed now is still the current one when the module checks it.
     /// Checks again after waking: a sleeping test may resume late when every worker is busy.
