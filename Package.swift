@@ -78,7 +78,7 @@ let package = Package(
         .target(name: "SecurOTPQR"),
 
         // Everything a caller can ask of securotp (TokenService) and the /v1 API's JSON shapes,
-        // with the SQLite implementation (LocalTokenService). CLI and daemon only.
+        // with the SQLite implementation (SQLiteTokenService). CLI and daemon only.
         .target(name: "SecurOTPService", dependencies: ["SecurOTPStore", "SecurOTPImport", "SecurOTPCore", "CHTTP", "COpenSSL", "COpenSSLImport"]),
         // The TokenService of a PostgreSQL database several securotpd nodes share (postgres-nio).
         .target(name: "SecurOTPPostgres", dependencies: [

@@ -4,7 +4,7 @@ import SecurOTPService
 import SecurOTPStore
 
 /// Remote mode's security keys on PostgreSQL (docs/fido.md, "Remote mode"), as on the SQLite
-/// store (LocalTokenService+Fido.swift): the decisions are FidoDecisions', the row rules
+/// store (SQLiteTokenService+Fido.swift): the decisions are FidoDecisions', the row rules
 /// Store's (Store+Fido.swift); here the rows are read and written. Credentials are `tokens`
 /// rows of kind `fido`, challenges `challenges` rows of kind `fido`. Nodes share the database.
 /// A verification holds the user's advisory lock, so two assertions of one user, on any nodes,

@@ -5,7 +5,7 @@ import SecurOTPService
 import SecurOTPStore
 
 /// Push approval on PostgreSQL (docs/push.md), behaving as the SQLite store's
-/// (LocalTokenService+Push.swift) with the rules of SecurOTPService/Push. Nodes share the
+/// (SQLiteTokenService+Push.swift) with the rules of SecurOTPService/Push. Nodes share the
 /// database, so every change of a request's state is one conditional statement
 /// (`UPDATE … WHERE state = 'pending' … RETURNING`): whichever node runs it first wins, and an
 /// approval is handed out once. Each state change also sends `NOTIFY securotp_push` with the key

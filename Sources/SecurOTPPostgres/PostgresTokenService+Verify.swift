@@ -18,7 +18,7 @@ extension PostgresTokenService {
              try await self.loginMethods(user: user, groups: groups, connection), try await self.holdsFactor(user: user, connection))
         }
         var (preflight, issuesChallenge) = HostVerification.preflight(active: active, now: now)
-        // A cloned credential counts too, as on SQLite (LocalTokenService.preflight): such a
+        // A cloned credential counts too, as on SQLite (SQLiteTokenService.preflight): such a
         // user is asked for the key and denied, never let through by `nullok`.
         if hasFido { preflight.fido = true }
         preflight.methods = MethodRules.preflightMethods(methods)

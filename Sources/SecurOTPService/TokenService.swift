@@ -1,7 +1,7 @@
 import SecurOTPStore
 
 /// Everything a caller can ask of securotp, whichever store answers: the SQLite store on this
-/// machine (`LocalTokenService`), PostgreSQL shared by several validator nodes
+/// machine (`SQLiteTokenService`), PostgreSQL shared by several validator nodes
 /// (`PostgresTokenService`), or a remote validator over HTTPS (`RemoteTokenService`).
 ///
 /// `securotpd` serves the /v1 API by calling a service; `securotp` runs its commands against

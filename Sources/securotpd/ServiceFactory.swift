@@ -14,6 +14,6 @@ enum ServiceFactory {
         // restart after an upgrade is enough), but never created here: a validator that made an
         // empty store where its database went missing would let every host's nullok skip the
         // code. `securotp admin add` / `host add` / `enroll` make it (docs/validator.md).
-        return try LocalTokenService(settings: settings.store, create: false, backgroundCheckpoints: true, pushPolicy: settings.push)
+        return try SQLiteTokenService(settings: settings.store, create: false, backgroundCheckpoints: true, pushPolicy: settings.push)
     }
 }

@@ -21,7 +21,7 @@ struct CommandTests {
     struct World {
         let context: CommandContext
         let printed: Printed
-        let service: LocalTokenService
+        let service: SQLiteTokenService
         let directory: String
     }
 
@@ -29,7 +29,7 @@ struct CommandTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("securotp-cli-\(UUID().uuidString)").path
         var settings = Settings()
         settings.paths = StorePaths(stateDirectory: directory)
-        let service = try LocalTokenService(settings: settings, create: true)
+        let service = try SQLiteTokenService(settings: settings, create: true)
         let printed = Printed()
         var context = CommandContext(service: service, settings: settings, output: CommandOutput { printed.append($0) })
         context.clock = { 1_800_000_000 }

@@ -15,7 +15,7 @@ struct WebDeviceCommandTests {
             settings.paths = StorePaths(stateDirectory: directory)
             var policy = PushPolicy()
             policy.publicURL = publicURL.flatMap { try? PublicURL.parse($0).get() }
-            let service = try LocalTokenService(settings: settings, create: true, pushPolicy: policy)
+            let service = try SQLiteTokenService(settings: settings, create: true, pushPolicy: policy)
             let printed = CommandTests.Printed()
             let context = CommandContext(service: service, settings: settings, output: CommandOutput { printed.append($0) })
             guard publicURL != nil else {

@@ -77,7 +77,7 @@ struct ValidatorFixture {
         var database: String?
         switch backend {
         case .sqlite:
-            service = try LocalTokenService(settings: configuration.store, create: true, pushPolicy: configuration.push, clock: clock.service)
+            service = try SQLiteTokenService(settings: configuration.store, create: true, pushPolicy: configuration.push, clock: clock.service)
         case .postgres:
             _ = try KeyFile.create(configuration.store.paths.keyFile)
             let name = "securotp_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)

@@ -5,7 +5,7 @@ import SecurOTPService
 import SecurOTPStore
 
 /// The memory backend behind the service facade, so that it answers the same host and admin
-/// calls as `LocalTokenService` and `PostgresTokenService` (PipelineDifferentialTests): host
+/// calls as `SQLiteTokenService` and `PostgresTokenService` (PipelineDifferentialTests): host
 /// calls go through the one pipeline (`VerificationStorage`'s verify, answer and preflight),
 /// tokens are added by the same rules (`NewTokens`, `NewToken.check`, `SeedSealing`), PINs,
 /// unlocks and recovery codes by the engine's writes. What the differential does not call is

@@ -1,6 +1,6 @@
 import SecurOTPCore
 
-/// What push operations decide, written once for both stores (SQLite: LocalTokenService+Push,
+/// What push operations decide, written once for both stores (SQLite: SQLiteTokenService+Push,
 /// PostgreSQL: PostgresTokenService+Push; docs/push.md). Each store reads the rows, runs the
 /// conditional statements a decision names and reports back what they changed; the states a
 /// request moves to, what is counted, the limits, the audit entries and the answers are here.

@@ -98,7 +98,7 @@ struct CommandContext {
         let service: any TokenService
         switch target {
         case .local:
-            service = try LocalTokenService(settings: settings, create: create)
+            service = try SQLiteTokenService(settings: settings, create: create)
         case .remote(let server, let credential, let caFile, let certificate, let key):
             service = try RemoteTokenService(server: server, credentialFile: credential, caFile: caFile, clientCertificate: certificate, clientKey: key)
         case .postgres(let url):

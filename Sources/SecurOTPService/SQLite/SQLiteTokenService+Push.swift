@@ -4,7 +4,7 @@ import SecurOTPStore
 /// Push approval on the SQLite store (docs/push.md). Each call is one transaction with its audit
 /// entries; a refusal that must be counted (a wrong number, a bad signature) returns normally so
 /// that its writes commit.
-extension LocalTokenService: DeviceService {
+extension SQLiteTokenService: DeviceService {
     private func runPush<R: Sendable>(_ body: @escaping (Store, PushTables, AccessTables) throws(ServiceError) -> R) async throws(ServiceError) -> R {
         try await runService { (store, access) throws(ServiceError) -> R in try body(store, PushTables(db: store.database), access) }
     }
@@ -433,11 +433,11 @@ extension LocalTokenService: DeviceService {
     }
 }
 
-extension LocalTokenService: PushChangeFeed {
+extension SQLiteTokenService: PushChangeFeed {
     public func followPushChanges(_ handler: @escaping @Sendable (String) async -> Void) { pushChanges.follow(handler) }
 }
 
-extension LocalTokenService: PushUpkeep {
+extension SQLiteTokenService: PushUpkeep {
     public func loginSucceeded(user: String) async throws(ServiceError) {
         let user = try RequestRules.user(user)
         try await runPush { (_, push, _) throws(ServiceError) in try Self.call { () throws(StoreError) in try push.resetCount(user: user) } }

@@ -3,7 +3,7 @@ import SecurOTPStore
 
 /// Remote mode's security keys on the SQLite store (docs/fido.md, "Remote mode"): the
 /// decisions are FidoDecisions'; here the rows are read and written, in one transaction per call.
-extension LocalTokenService {
+extension SQLiteTokenService {
     public func fidoChallenge(_ request: FidoChallengeRequest, caller: Caller) async throws(ServiceError) -> FidoChallengeResponse {
         let user = try FidoDecisions.challengeUser(request)
         return try await run { (store, tables) throws(StoreError) in
@@ -49,7 +49,7 @@ extension LocalTokenService {
     }
 }
 
-extension LocalTokenService {
+extension SQLiteTokenService {
     public func addFido(user: String, _ request: FidoAddRequest, caller: Caller) async throws(ServiceError) -> FidoCredentialList {
         let user = try RequestRules.user(user)
         let credentials = try FidoDecisions.credentials(request)

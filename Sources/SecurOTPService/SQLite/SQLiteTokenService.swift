@@ -6,7 +6,7 @@ import SecurOTPStore
 /// /var/lib/securotp (or `--state-dir`), and `securotpd` with one node. Every call runs on the
 /// store's own thread (StoreExecutor), in a savepoint of a group-committed transaction, with
 /// its audit entry in the same transaction.
-public final class LocalTokenService: TokenService {
+public final class SQLiteTokenService: TokenService {
     public let storeKind = "sqlite"
     let settings: Settings
     /// Push approval's settings (securotpd.conf; docs/push.md).
@@ -14,7 +14,7 @@ public final class LocalTokenService: TokenService {
     private let executor: StoreExecutor
     private let credentials: CredentialReader
     private let lastTouch = CredentialUse()
-    /// PushChangeFeed in-process (LocalTokenService+Push.swift).
+    /// PushChangeFeed in-process (SQLiteTokenService+Push.swift).
     let pushChanges = PushChangeRelay()
     public let clock: ServiceClock
 

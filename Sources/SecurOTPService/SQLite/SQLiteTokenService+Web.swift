@@ -2,7 +2,7 @@ import SecurOTPCore
 import SecurOTPStore
 
 /// Web devices on the SQLite store (schema 6, docs/push.md "Phones without an app").
-extension LocalTokenService: WebDeviceService {
+extension SQLiteTokenService: WebDeviceService {
     private static func webCall<R>(_ body: () throws(StoreError) -> R) throws(ServiceError) -> R { try storeCall(body) }
 
     /// The pending device an activation code names, if the code is still valid (not taken).
