@@ -9,11 +9,11 @@ extension AuthenticatorStore {
     ///
     /// `pin` is for PINPad tokens (PIN mode `.addedByToken`): it is added into the codes digit
     /// by digit, as the token device would. nil shows the bare code.
-    public func codes(serial: String, pin: [UInt8]?, now: Int64) throws(AuthenticatorError) -> TokenCodes {
-        try translating { () throws(StoreError) -> TokenCodes in
+    public func codes(serial: String, pin: [UInt8]?, now: Int64) throws(AuthenticatorError) -> ShownCodes {
+        try translating { () throws(StoreError) -> ShownCodes in
             let token = try lookUp(serial)
             if token.kind == .hotp {
-                return try db.immediateTransaction { () throws(StoreError) -> TokenCodes in
+                return try db.immediateTransaction { () throws(StoreError) -> ShownCodes in
                     let fresh = try lookUp(serial) // re-read under the write lock: two runs never show one code
                     let codes = try Self.codes(fresh, seed: seed(serial: serial), pin: pin, now: now)
                     try db.prepare("UPDATE tokens SET counter = counter + 1 WHERE serial = ? AND counter = ?")
@@ -27,7 +27,7 @@ extension AuthenticatorStore {
     }
 
     /// The codes of one token from its seed; no state changes.
-    static func codes(_ token: StoredToken, seed: SecretBytes, pin: [UInt8]?, now: Int64) throws(StoreError) -> TokenCodes {
+    static func codes(_ token: StoredToken, seed: SecretBytes, pin: [UInt8]?, now: Int64) throws(StoreError) -> ShownCodes {
         if token.isExpired(at: now) {
             throw StoreError(.invalidInput, "token \(token.serial) expired on \(CalendarDate.text(token.expires)); ask its issuer for a new one")
         }
@@ -48,17 +48,17 @@ extension AuthenticatorStore {
         switch token.kind {
         case .totp:
             let (later, overflow) = now.addingReportingOverflow(Int64(token.period))
-            return TokenCodes(token: token,
+            return ShownCodes(token: token,
                               current: try make(OTP.totp(secret: seed, unixTime: now, period: token.period, digits: token.digits, algorithm: token.algorithm)),
                               next: try make(overflow ? [] : OTP.totp(secret: seed, unixTime: later, period: token.period, digits: token.digits, algorithm: token.algorithm)),
                               secondsRemaining: OTP.secondsRemaining(unixTime: now, period: token.period), counter: nil, pinApplied: pin != nil)
         case .securid:
             let device = SecurIDToken(serial: token.serial, seed: seed,
                                       parameters: SecurIDParameters(digits: token.digits, interval: token.period, addsPIN: token.pinMode == .addedByToken))
-            return TokenCodes(token: token, current: try make(device.tokencode(at: now)), next: try make(device.nextTokencode(at: now)),
+            return ShownCodes(token: token, current: try make(device.tokencode(at: now)), next: try make(device.nextTokencode(at: now)),
                               secondsRemaining: device.secondsRemaining(at: now), counter: nil, pinApplied: pin != nil)
         case .hotp:
-            return TokenCodes(token: token,
+            return ShownCodes(token: token,
                               current: try make(OTP.hotp(secret: seed, counter: token.counter, digits: token.digits, algorithm: token.algorithm)),
                               next: nil, secondsRemaining: nil, counter: token.counter, pinApplied: pin != nil)
         }

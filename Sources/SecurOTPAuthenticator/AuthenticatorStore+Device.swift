@@ -2,7 +2,7 @@ import SecurOTPCore
 import SecurOTPStore
 
 /// What the validator asked of the device's PIN at activation (`pin_policy`).
-public struct DevicePINPolicy: Sendable, Equatable {
+public struct ActivatedPINPolicy: Sendable, Equatable {
     public var required: Bool
     public var minLength: Int
     public var maxLength: Int
@@ -37,7 +37,7 @@ public struct DeviceRegistration: Sendable, Equatable {
     public let caFile: String
     public let publicKey: [UInt8]
     public let counter: UInt32
-    public let pinPolicy: DevicePINPolicy
+    public let pinPolicy: ActivatedPINPolicy
     public let pinFailures: Int
     public let blocked: Bool
     public let created: Int64
@@ -71,7 +71,7 @@ extension AuthenticatorStore {
     /// Records a new registration: the private key and credential sealed, the PIN as a slow
     /// hash (nil when the policy needs none). One device per store.
     public func registerDevice(device: String, user: String, server: String, caFile: String?, publicKey: [UInt8],
-                               privateKey: SecretBytes, credential: SecretBytes, pinPolicy: DevicePINPolicy,
+                               privateKey: SecretBytes, credential: SecretBytes, pinPolicy: ActivatedPINPolicy,
                                pin: SecretBytes?, now: Int64, offlineSecret: SecretBytes? = nil) throws(AuthenticatorError) {
         var pinHash = ""
         if let pin {
@@ -118,7 +118,7 @@ extension AuthenticatorStore {
             }
             return DeviceRegistration(device: row.text(0), user: row.text(1), server: row.text(2), caFile: row.text(3),
                                       publicKey: row.blob(4), counter: UInt32(row.integer(5)),
-                                      pinPolicy: DevicePINPolicy(required: row.integer(6) != 0, minLength: Int(row.integer(7)),
+                                      pinPolicy: ActivatedPINPolicy(required: row.integer(6) != 0, minLength: Int(row.integer(7)),
                                                                  maxLength: Int(row.integer(8))),
                                       pinFailures: Int(row.integer(9)), blocked: row.integer(10) != 0, created: row.integer(11))
         }
@@ -163,10 +163,10 @@ extension AuthenticatorStore {
                     return .accepted
                 }
                 let now = failures + 1
-                let blocked = now >= Int64(DevicePINPolicy.maxFailures)
+                let blocked = now >= Int64(ActivatedPINPolicy.maxFailures)
                 try db.prepare("UPDATE device SET pin_failures = ?, blocked = ? WHERE id = 1")
                     .bind(.integer(now), .integer(blocked ? 1 : 0)).run()
-                return blocked ? .blocked : .wrong(remaining: DevicePINPolicy.maxFailures - Int(now))
+                return blocked ? .blocked : .wrong(remaining: ActivatedPINPolicy.maxFailures - Int(now))
             }
         }
     }

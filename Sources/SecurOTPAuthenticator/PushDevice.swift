@@ -72,7 +72,7 @@ public struct PushDevice {
     /// when the validator's policy requires one (after the validator accepted the code, so a
     /// mistyped code costs no PIN entry). Returns the registration stored.
     public static func activate(store: AuthenticatorStore, code: String, server: String, caFile: String?, name: String,
-                                now: Int64, readPIN: (DevicePINPolicy) throws -> SecretBytes) throws -> DeviceRegistration {
+                                now: Int64, readPIN: (ActivatedPINPolicy) throws -> SecretBytes) throws -> DeviceRegistration {
         if let existing = try store.deviceRegistration() {
             throw AuthenticatorError(.invalidInput, "this store already holds device \(existing.device) of \(TerminalText.quoted(existing.user)) at \(existing.server); remove it first with: securotp-authenticator remove")
         }
@@ -93,7 +93,7 @@ public struct PushDevice {
         guard (1...64).contains(minimum), (minimum...64).contains(maximum) else {
             throw AuthenticatorError(.unavailable, "the validator's PIN policy (\(minimum)–\(maximum) characters) is not usable")
         }
-        let policy = DevicePINPolicy(required: (policyObject["required"] as? Bool) ?? true, minLength: minimum, maxLength: maximum)
+        let policy = ActivatedPINPolicy(required: (policyObject["required"] as? Bool) ?? true, minLength: minimum, maxLength: maximum)
         // Offline approval (docs/push.md): kept only when it is the contract's suite and 32 bytes.
         var offlineSecret: SecretBytes?
         if answer["offline_suite"] as? String == OfflineApproval.suiteText, let text = answer["offline_secret"] as? String,
@@ -125,7 +125,7 @@ public struct PushDevice {
 
     func refuseWhenBlocked() throws(AuthenticatorError) {
         if try store.requireDevice().blocked {
-            throw AuthenticatorError(.refused, "this device is blocked after \(DevicePINPolicy.maxFailures) wrong PINs; ask your administrator for an unlock code (securotp device unlock-code) and run: securotp-authenticator unlock CODE")
+            throw AuthenticatorError(.refused, "this device is blocked after \(ActivatedPINPolicy.maxFailures) wrong PINs; ask your administrator for an unlock code (securotp device unlock-code) and run: securotp-authenticator unlock CODE")
         }
     }
 
@@ -185,7 +185,7 @@ public struct PushDevice {
             throw AuthenticatorError(.refused, "wrong PIN; \(remaining) \(remaining == 1 ? "try" : "tries") left before this device blocks")
         case .blocked:
             let told = (try? connection.call(.deviceBlocked, [:], credential: try store.deviceCredential())) != nil
-            throw AuthenticatorError(.refused, "wrong PIN \(DevicePINPolicy.maxFailures) times: this device is now blocked"
+            throw AuthenticatorError(.refused, "wrong PIN \(ActivatedPINPolicy.maxFailures) times: this device is now blocked"
                 + (told ? "" : " (the validator could not be told)")
                 + "; ask your administrator for an unlock code and run: securotp-authenticator unlock CODE")
         }
@@ -201,7 +201,7 @@ public struct PushDevice {
 
     /// Redeems an unlock code, then sets the new PIN (asked only after the validator accepted
     /// the code) and clears the local block.
-    public func unlock(code: String, readPIN: (DevicePINPolicy) throws -> SecretBytes) throws {
+    public func unlock(code: String, readPIN: (ActivatedPINPolicy) throws -> SecretBytes) throws {
         _ = try connection.call(.deviceUnlock, ["unlock_code": code], credential: try store.deviceCredential())
         let policy = registration.pinPolicy
         let pin = try policy.required ? readPIN(policy) : nil

@@ -33,7 +33,7 @@ public struct StoredToken: Sendable, Equatable {
 }
 
 /// What `code` shows for a token at one moment.
-public struct TokenCodes: Sendable, Equatable {
+public struct ShownCodes: Sendable, Equatable {
     public var token: StoredToken
     /// The code to type now (with the PIN added for PINPad tokens when a PIN was given).
     public var current: String

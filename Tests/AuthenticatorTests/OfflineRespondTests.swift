@@ -15,7 +15,7 @@ import Testing
         try store.registerDevice(device: "dv0123456789abcdef", user: "alice", server: "http://127.0.0.1:1", caFile: nil,
                                  publicKey: key.publicKey, privateKey: key.privateKey,
                                  credential: SecretBytes(copying: Array(PushDeviceTests.credential.utf8)),
-                                 pinPolicy: DevicePINPolicy(required: true), pin: SecretBytes(copying: Array("2468".utf8)),
+                                 pinPolicy: ActivatedPINPolicy(required: true), pin: SecretBytes(copying: Array("2468".utf8)),
                                  now: Scratch.now, offlineSecret: offline ? SecretBytes(copying: secret) : nil)
         return try PushDevice(store: store)
     }

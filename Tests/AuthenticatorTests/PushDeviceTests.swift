@@ -24,7 +24,7 @@ import Testing
         try store.registerDevice(device: "dv0123456789abcdef", user: "alice", server: "http://127.0.0.1:1", caFile: nil,
                                  publicKey: key.publicKey, privateKey: key.privateKey,
                                  credential: SecretBytes(copying: Array(credential.utf8)),
-                                 pinPolicy: DevicePINPolicy(required: pinRequired), pin: pinRequired ? SecretBytes(copying: Array(pin.utf8)) : nil,
+                                 pinPolicy: ActivatedPINPolicy(required: pinRequired), pin: pinRequired ? SecretBytes(copying: Array(pin.utf8)) : nil,
                                  now: Scratch.now)
         return (store, key.publicKey, pem)
     }
@@ -93,7 +93,7 @@ import Testing
     }
 
     @Test func pinPolicyLengths() throws {
-        let policy = DevicePINPolicy(required: true)
+        let policy = ActivatedPINPolicy(required: true)
         for good in ["1234", "12345678", "pässwörd"] {
             #expect(throws: Never.self) { try policy.check(newPIN: SecretBytes(copying: Array(good.utf8))) }
         }
@@ -159,7 +159,7 @@ import Testing
         #expect(throws: AuthenticatorError.self) {
             try store.registerDevice(device: "dvffffffffffffffff", user: "bob", server: "https://otp.example", caFile: nil,
                                      publicKey: key.publicKey, privateKey: key.privateKey, credential: SecretBytes(copying: [1]),
-                                     pinPolicy: DevicePINPolicy(required: false), pin: nil, now: Scratch.now)
+                                     pinPolicy: ActivatedPINPolicy(required: false), pin: nil, now: Scratch.now)
         }
         try store.forgetDevice()
         #expect(try store.deviceRegistration() == nil)

@@ -39,7 +39,7 @@ struct OfflinePushTests {
     @Test("The push answer's offline flag: only true when the validator says true")
     func offlineFlag() throws {
         let id = "pr" + String(repeating: "ab", count: 16)
-        func parse(_ text: String) -> PushOpened? { JSONReader.parse(Array(text.utf8)).flatMap(PushOpened.init) }
+        func parse(_ text: String) -> OpenedPush? { JSONReader.parse(Array(text.utf8)).flatMap(OpenedPush.init) }
         #expect(parse(#"{"id":"\#(id)","expires":1790000000,"host":"web1","offline":true}"#)?.offline == true)
         #expect(parse(#"{"id":"\#(id)","expires":1790000000,"host":"web1"}"#)?.offline == false)
         #expect(parse(#"{"id":"\#(id)","expires":1790000000,"host":"web1","offline":"yes"}"#)?.offline == false)

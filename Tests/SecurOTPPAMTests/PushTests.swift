@@ -63,7 +63,7 @@ struct PushTests {
 
     @Test("The push answer: id, expiry and host name checked before they reach a log or a statement")
     func opened() {
-        func parse(_ text: String) -> PushOpened? { JSONReader.parse(Array(text.utf8)).flatMap(PushOpened.init) }
+        func parse(_ text: String) -> OpenedPush? { JSONReader.parse(Array(text.utf8)).flatMap(OpenedPush.init) }
         let id = "pr" + String(repeating: "0a", count: 16)
         #expect(parse(#"{"id":"\#(id)","expires":1764120000,"host":"web-01"}"#)?.host == "web-01")
         #expect(parse(#"{"id":"\#(id)","expires":1764120000}"#) == nil, "no host: the statement cannot be rebuilt")

@@ -246,9 +246,9 @@ struct RemoteVerification: PasscodeCheck {
                                       (key: "number", value: .text(challenge.number)), (key: "service", value: .text(context.service)),
                                       (key: "remote_address", value: .text(context.remoteAddress)), (key: "tty", value: .text(context.tty)),
                                       (key: "command", value: .text(context.command))])
-        let opened: PushOpened
+        let opened: OpenedPush
         do throws(ValidatorFailure) {
-            guard let answer = PushOpened(try client.post(.push, body)) else { throw ValidatorFailure.unavailable("unreadable push answer") }
+            guard let answer = OpenedPush(try client.post(.push, body)) else { throw ValidatorFailure.unavailable("unreadable push answer") }
             opened = answer
         } catch {
             session.log(.pushNotOpened, error.isRefusal ? LOG_NOTICE : LOG_WARNING,

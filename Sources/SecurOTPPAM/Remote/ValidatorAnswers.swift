@@ -91,7 +91,7 @@ struct PreflightAnswer {
 }
 
 /// `POST /v1/push`'s answer: the request the validator holds for this login (docs/push.md).
-struct PushOpened {
+struct OpenedPush {
     /// `pr` and 32 lowercase hex digits.
     let id: String
     /// Unix seconds.
@@ -103,9 +103,9 @@ struct PushOpened {
 
     init?(_ json: JSONValue) {
         offline = json["offline"]?.bool == true
-        guard let id = json["id"]?.string, PushText.isRequestID(id),
+        guard let id = json["id"]?.string, PushIdentifiers.isRequestID(id),
               let expires = json["expires"]?.integer, expires > 0, expires < 100_000_000_000,
-              let host = json["host"]?.string, PushText.isHostName(host) else { return nil }
+              let host = json["host"]?.string, PushIdentifiers.isHostName(host) else { return nil }
         self.id = id
         self.expires = expires
         self.host = host
@@ -168,8 +168,8 @@ struct DeviceApproval {
     let origin: String?
 
     init?(_ json: JSONValue) {
-        guard let device = json["device"]?.string, PushText.isDeviceID(device),
-              let aaid = json["aaid"]?.string, PushText.isAAID(aaid),
+        guard let device = json["device"]?.string, PushIdentifiers.isDeviceID(device),
+              let aaid = json["aaid"]?.string, PushIdentifiers.isAAID(aaid),
               let publicKey = Self.binary(json, "public_key", max: 256),
               let authenticatorData = Self.binary(json, "authenticator_data", max: 256),
               let clientDataJSON = Self.binary(json, "client_data_json", max: 4096),
@@ -197,7 +197,7 @@ struct DeviceApproval {
 
 /// The shapes of push identifiers (docs/push.md, "Words"): checked before they reach a log
 /// line or go back to the validator.
-enum PushText {
+enum PushIdentifiers {
     static func isRequestID(_ text: String) -> Bool { isPrefixedHex(text, "pr", digits: 32) }
     static func isDeviceID(_ text: String) -> Bool { isPrefixedHex(text, "dv", digits: 16) }
 

@@ -64,7 +64,7 @@ struct Code: StoreCommand {
         return try context.secretLine("PIN for token \(token.serial): ", "PIN")
     }
 
-    private func text(_ codes: TokenCodes) -> String {
+    private func text(_ codes: ShownCodes) -> String {
         let token = codes.token
         var title = "Token \(token.serial)"
         if !token.nickname.isEmpty { title += " (\(token.nickname))" }
@@ -85,7 +85,7 @@ struct Code: StoreCommand {
 
 /// `code --format json`. Absent values are null, never left out.
 struct CodesJSON: Encodable {
-    let codes: TokenCodes
+    let codes: ShownCodes
 
     enum Keys: String, CodingKey {
         case serial, nickname, kind, digits, current, next, secondsRemaining = "seconds_remaining", counter

@@ -16,7 +16,7 @@ enum PushPIN {
     }
 
     /// A new PIN: from the file, or typed twice on a terminal.
-    static func new(file: String?, policy: DevicePINPolicy) throws -> SecretBytes {
+    static func new(file: String?, policy: ActivatedPINPolicy) throws -> SecretBytes {
         if let file {
             var line: [UInt8]? = try Terminal.firstLine(of: file, what: "PIN")
             defer { wipe(&line) }
@@ -35,7 +35,7 @@ enum PushPIN {
 }
 
 /// One request as text: every string from outside escaped before it reaches the terminal.
-enum PushText {
+enum PendingPushText {
     static func line(_ request: PendingPush, now: Int64) -> String {
         var parts = ["\(TerminalText.escaped(request.id))", "user \(TerminalText.quoted(request.user))",
                      "host \(TerminalText.quoted(request.host))", "service \(TerminalText.quoted(request.service))"]
@@ -127,10 +127,10 @@ struct Pending: ParsableCommand {
         let requests = try device.pending()
         switch format {
         case .json:
-            try PushText.printJSON(requests.map(PushText.json))
+            try PendingPushText.printJSON(requests.map(PendingPushText.json))
         case .text:
             if requests.isEmpty { print("No pending requests.") }
-            for request in requests { print(PushText.line(request, now: context.now)) }
+            for request in requests { print(PendingPushText.line(request, now: context.now)) }
         }
     }
 }
@@ -254,7 +254,7 @@ struct Watch: ParsableCommand {
             let now = Int64(time(nil))
             for request in requests where !shown.contains(request.id) {
                 shown.insert(request.id)
-                print(PushText.line(request, now: now))
+                print(PendingPushText.line(request, now: now))
                 print("  approve: securotp-authenticator approve \(TerminalText.escaped(request.id)) --number NUMBER")
             }
             // Ids only matter while the request is pending: forget the answered ones.

@@ -85,9 +85,9 @@ struct CredentialOutput: ParsableArguments {
         }
         switch format {
         case .json:
-            var members: [(String, JSONValue)] = [("name", .string(created.name)), ("kind", .string(created.kind))]
+            var members: [(String, JSONOutput)] = [("name", .string(created.name)), ("kind", .string(created.kind))]
             members.append(output.map { ("file", .string($0)) } ?? ("credential", .string(created.credential)))
-            context.print(JSONValue.object(members).rendered)
+            context.print(JSONOutput.object(members).rendered)
         case .text:
             if let output {
                 context.print("Created \(kind == .admin ? "an" : "a") \(kind.rawValue) credential for \(created.name) in \(output).")
@@ -117,7 +117,7 @@ struct ListCredentials<Kind: CredentialKindName>: ContextCommand {
         let credentials = try await context.withService { service in try await service.credentials(kind: Kind.kind, caller: context.caller) }.credentials
         switch format {
         case .json:
-            context.print(JSONValue.array(credentials.map { credential in
+            context.print(JSONOutput.array(credentials.map { credential in
                 .object([("name", .string(credential.name)), ("kind", .string(credential.kind)), ("id", .string(credential.id)),
                          ("created", Formatting.isoTime(credential.created)), ("revoked", Formatting.isoTime(credential.revoked)),
                          ("last_used", Formatting.isoTime(credential.lastUsed)), ("users", .array(credential.users.map { .string($0) })),
@@ -169,7 +169,7 @@ struct Audit: ContextCommand {
         let entries = try await context.withService { service in try await service.audit(user: user, limit: limit, caller: context.caller) }.entries
         switch format {
         case .json:
-            context.print(JSONValue.array(entries.map { entry in
+            context.print(JSONOutput.array(entries.map { entry in
                 .object([("id", .number(entry.id)), ("time", Formatting.isoTime(entry.time)), ("actor_kind", .string(entry.actorKind)),
                          ("actor", .string(entry.actor)), ("address", .string(entry.address)), ("action", .string(entry.action)),
                          ("user", .string(entry.user)), ("serial", .string(entry.serial)), ("result", .string(entry.result)),

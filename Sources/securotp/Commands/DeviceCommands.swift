@@ -59,7 +59,7 @@ struct DeviceCommand: AsyncParsableCommand {
             let link = server.map { "securotp-activate:\($0)?code=\(added.activationCode)" }
             switch format {
             case .json:
-                context.print(JSONValue.object([("device", .string(added.device)), ("user", .string(added.user)),
+                context.print(JSONOutput.object([("device", .string(added.device)), ("user", .string(added.user)),
                                                 ("activation_code", .string(added.activationCode)), ("expires", Formatting.isoTime(added.expires)),
                                                 ("expires_unix", .number(added.expires)), ("activation_link", link.map { .string($0) } ?? .null)]).rendered)
             case .text:
@@ -85,7 +85,7 @@ struct DeviceCommand: AsyncParsableCommand {
             guard let url = added.activationUrl else { throw PublicURL.unset }
             switch format {
             case .json:
-                context.print(JSONValue.object([("device", .string(added.device)), ("user", .string(added.user)), ("url", .string(url)),
+                context.print(JSONOutput.object([("device", .string(added.device)), ("user", .string(added.user)), ("url", .string(url)),
                                                 ("expires", Formatting.isoTime(added.expires)), ("expires_unix", .number(added.expires)),
                                                 ("activation_code", .string(added.activationCode))]).rendered)
             case .text:
@@ -111,7 +111,7 @@ struct DeviceCommand: AsyncParsableCommand {
             }.devices
             switch format {
             case .json:
-                context.print(JSONValue.array(list.map { device in
+                context.print(JSONOutput.array(list.map { device in
                     .object([("device", .string(device.device)), ("user", .string(device.user)), ("name", .string(device.name)),
                              ("aaid", .string(device.aaid)), ("state", .string(device.state)), ("certified", .bool(device.certified)),
                              ("user_verification", .bool(device.userVerification)), ("public_key", device.publicKey.map { .string($0) } ?? .null),
@@ -159,7 +159,7 @@ struct DeviceCommand: AsyncParsableCommand {
             }
             switch format {
             case .json:
-                context.print(JSONValue.object([("device", .string(device)), ("unlock_code", .string(code.unlockCode)),
+                context.print(JSONOutput.object([("device", .string(device)), ("unlock_code", .string(code.unlockCode)),
                                                 ("expires", Formatting.isoTime(code.expires))]).rendered)
             case .text:
                 context.print("Unlock code for \(device): \(code.unlockCode)   (single use, until \(Formatting.time(code.expires)))")

@@ -102,7 +102,7 @@ struct Enroll: ContextCommand {
         let hotp = parameters.kind == .hotp
         switch format {
         case .json:
-            context.print(JSONValue.object([
+            context.print(JSONOutput.object([
                 ("serial", .string(token.serial)),
                 ("user", .string(user)),
                 ("kind", .string(token.kind)),
@@ -134,7 +134,7 @@ struct Enroll: ContextCommand {
         let keyHex = Base32.decode(enrolled.secret).map { seed in seed.withUnsafeBytes { Hex.encode($0) } } ?? ""
         switch format {
         case .json:
-            context.print(JSONValue.object([("serial", .string(token.serial)), ("user", .string(user)), ("kind", .string("ocra")),
+            context.print(JSONOutput.object([("serial", .string(token.serial)), ("user", .string(user)), ("kind", .string("ocra")),
                                     ("suite", .string(token.suite ?? "")), ("secret", .string(enrolled.secret)), ("key_hex", .string(keyHex))]).rendered)
         case .text:
             context.print("Enrolled OCRA token \(token.serial) for \(user), suite \(token.suite ?? "").")

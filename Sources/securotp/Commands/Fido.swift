@@ -47,7 +47,7 @@ extension CommandContext {
 }
 
 enum FidoOutput {
-    static func json(_ credential: FidoCredential, user: String) -> JSONValue {
+    static func json(_ credential: FidoCredential, user: String) -> JSONOutput {
         .object([
             ("serial", .string(credential.serial)),
             ("user", .string(user)),
@@ -138,7 +138,7 @@ struct FidoExport: ContextCommand {
         try Store.validate(user: user)
         let credentials = try await context.fidoCredentials(user: user)
         switch format {
-        case .json: context.print(JSONValue.array(credentials.map { FidoOutput.json($0, user: user) }).rendered)
+        case .json: context.print(JSONOutput.array(credentials.map { FidoOutput.json($0, user: user) }).rendered)
         case .text:
             let active = credentials.filter { !$0.cloned }
             guard !active.isEmpty else {
@@ -260,7 +260,7 @@ enum FidoImport {
         }
         switch format {
         case .json:
-            context.print(JSONValue.array(added.flatMap { entry in entry.credentials.map { FidoOutput.json($0, user: entry.user) } }).rendered)
+            context.print(JSONOutput.array(added.flatMap { entry in entry.credentials.map { FidoOutput.json($0, user: entry.user) } }).rendered)
         case .text:
             for entry in added {
                 report(entry.credentials, user: entry.user, from: "\(shownPath):\(last[entry.user]?.number ?? 0)", format: .text, context: context)
@@ -271,7 +271,7 @@ enum FidoImport {
 
     private static func report(_ added: [FidoCredential], user: String, from: String, format: OutputFormat, context: CommandContext) {
         switch format {
-        case .json: context.print(JSONValue.array(added.map { FidoOutput.json($0, user: user) }).rendered)
+        case .json: context.print(JSONOutput.array(added.map { FidoOutput.json($0, user: user) }).rendered)
         case .text:
             let origins = Set(added.map(\.origin)).sorted().joined(separator: ", ")
             context.print("Imported \(added.count) FIDO credential\(added.count == 1 ? "" : "s") for \(user) from \(from) (origin \(origins)): \(added.map(\.serial).joined(separator: ", "))")

@@ -88,7 +88,7 @@ struct Import: ContextCommand {
         let tokens = imported.tokens
         switch format {
         case .json:
-            context.print(JSONValue.array(tokens.map(Formatting.json)).rendered)
+            context.print(JSONOutput.array(tokens.map(Formatting.json)).rendered)
         case .text:
             context.print("Imported \(tokens.count) token\(tokens.count == 1 ? "" : "s") for \(user):")
             context.print(Formatting.table(["SERIAL", "KIND", "DIGITS", "PERIOD", "PIN", "EXPIRES", "FROM"], tokens.map { token in

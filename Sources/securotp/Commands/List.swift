@@ -24,7 +24,7 @@ struct List: ContextCommand {
         let fido = try await fidoCredentials(context)
         switch format {
         case .json:
-            context.print(JSONValue.array(tokens.map(Formatting.json) + fido.map { FidoOutput.json($0.credential, user: $0.user) }).rendered)
+            context.print(JSONOutput.array(tokens.map(Formatting.json) + fido.map { FidoOutput.json($0.credential, user: $0.user) }).rendered)
         case .text:
             if tokens.isEmpty && fido.isEmpty {
                 context.print(user.map { "\($0) has no tokens. Enroll one with: securotp enroll \($0)" } ?? "No tokens enrolled. Enroll one with: securotp enroll USER")

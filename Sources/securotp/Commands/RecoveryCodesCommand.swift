@@ -19,7 +19,7 @@ struct RecoveryCodesCommand: ContextCommand {
             try await service.recoveryCodes(user: user, RecoveryCodesRequest(count: count), caller: context.caller)
         }.codes
         switch format {
-        case .json: context.print(JSONValue.object([("user", .string(user)), ("codes", .array(codes.map { .string($0) }))]).rendered)
+        case .json: context.print(JSONOutput.object([("user", .string(user)), ("codes", .array(codes.map { .string($0) }))]).rendered)
         case .text:
             context.print("Recovery codes for \(user) (each works once; store them offline):\n")
             for code in codes { context.print("  \(code)") }

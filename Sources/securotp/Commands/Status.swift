@@ -15,7 +15,7 @@ struct Status: ContextCommand {
         let status = try await context.withService { service in try await service.status(caller: context.caller) }
         switch format {
         case .json:
-            var members: [(String, JSONValue)] = [("store", .string(status.store)), ("database", .string(status.location))]
+            var members: [(String, JSONOutput)] = [("store", .string(status.store)), ("database", .string(status.location))]
             if !context.isRemote { members += [("key_file", .string(paths.keyFile)), ("config", .string(paths.config))] }
             members += [
                 ("schema_version", .number(status.schemaVersion)),
@@ -23,7 +23,7 @@ struct Status: ContextCommand {
                 ("tokens", .number(Int64(status.tokens))),
                 ("locked_users", .array(status.lockedUsers.map { .string($0) })),
             ]
-            context.print(JSONValue.object(members).rendered)
+            context.print(JSONOutput.object(members).rendered)
         case .text:
             var rows = [["Database:", "\(status.location) (\(status.store), schema \(status.schemaVersion))"]]
             if !context.isRemote {

@@ -14,15 +14,15 @@ enum Formatting {
     }
 
     /// ISO 8601 for JSON, or null.
-    static func isoTime(_ unix: Int64) -> JSONValue {
+    static func isoTime(_ unix: Int64) -> JSONOutput {
         guard unix > 0 else { return .null }
         return .string(time(unix).replacingOccurrences(of: " ", with: "T"))
     }
 
     static func table(_ header: [String], _ rows: [[String]]) -> String { TextTable.render(header, rows) }
 
-    static func json(_ token: TokenInfo) -> JSONValue {
-        var members: [(String, JSONValue)] = [
+    static func json(_ token: TokenInfo) -> JSONOutput {
+        var members: [(String, JSONOutput)] = [
             ("serial", .string(token.serial)),
             ("user", .string(token.user)),
             ("nickname", .string(token.nickname)),

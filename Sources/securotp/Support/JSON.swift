@@ -1,12 +1,13 @@
-/// Just enough JSON output for `--format json`: objects with string, number, bool and null
+/// Just enough JSON output for `--format json` (JSONValue in SecurOTPCore is what the module
+/// reads; this is what the CLI writes): objects with string, number, bool and null
 /// values, and arrays of them. Keys keep the order given.
-indirect enum JSONValue {
+indirect enum JSONOutput {
     case string(String)
     case number(Int64)
     case bool(Bool)
     case null
-    case object([(String, JSONValue)])
-    case array([JSONValue])
+    case object([(String, JSONOutput)])
+    case array([JSONOutput])
 
     var rendered: String {
         switch self {
