@@ -498,12 +498,23 @@ enum Clock {
     /// pam-check and the module only: the statically linked Swift programs lose their arguments
     /// under it.
     static func ahead(_ seconds: Int) throws -> [String: String] {
+        try fakeTime(["FAKETIME": "+\(seconds)s"])
+    }
+
+    /// The same for a clock that starts at `unixTime` when the process starts and runs on from
+    /// there: a login whose codes were computed for `unixTime`'s step sees that step, whatever
+    /// the real clock's position in its own (no waiting for a fresh step).
+    static func startingAt(_ unixTime: Int64) throws -> [String: String] {
+        try fakeTime(["FAKETIME": "@\(unixTime)", "FAKETIME_FMT": "%s"])
+    }
+
+    private static func fakeTime(_ settings: [String: String]) throws -> [String: String] {
         let candidates = ["/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1", "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
                           "/usr/lib/faketime/libfaketime.so.1"]
         guard let library = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             throw HarnessError("libfaketime is missing: apt install libfaketime (make test installs it)")
         }
-        return ["LD_PRELOAD": library, "FAKETIME": "+\(seconds)s", "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"]
+        return settings.merging(["LD_PRELOAD": library, "FAKETIME_DONT_FAKE_MONOTONIC": "1", "FAKETIME_NO_CACHE": "1"]) { mine, _ in mine }
     }
 
     /// If fewer than `margin` seconds remain in the current TOTP step, sleeps into the next one,

@@ -24,13 +24,11 @@ struct TokenFlowTests {
         return code
     }
 
-    /// The start of a 30-s step with at least 10 s left in it, so a dialogue fits in one step.
+    /// The start of the current 30-s step. Logins run with a clock that starts just after it
+    /// (`Clock.startingAt(step + 1)`, libfaketime): a dialogue fits in the step with no wait
+    /// for a fresh one.
     static func stepStart() -> Int64 {
-        var now = Int64(Date().timeIntervalSince1970)
-        if 30 - now % 30 < 10 {
-            sleep(UInt32(30 - now % 30))
-            now = Int64(Date().timeIntervalSince1970)
-        }
+        let now = Int64(Date().timeIntervalSince1970)
         return now - now % 30
     }
 
@@ -53,15 +51,16 @@ struct TokenFlowTests {
         // window=3: the later logins below use codes of the next steps without waiting for them.
         let service = try box.service("securid", ["deny=0", "window=3", "resync_window=0"])
         let step = Self.stepStart()
+        let time = try Clock.startingAt(step + 1)
         // First login: the bare tokencode (PIN 0000) proves the token; a PIN is chosen twice;
         // then a passcode made with it at the next step.
-        let login = try box.login(service, "root", [try Self.stoken(ctf, at: step), "2468", "2468", try Self.stoken(ctf, at: step + 30, pin: "2468")])
+        let login = try box.login(service, "root", [try Self.stoken(ctf, at: step), "2468", "2468", try Self.stoken(ctf, at: step + 30, pin: "2468")], environment: time)
         #expect(login.status == PAM.success, "\(login)")
         #expect(login.prompts.count == 4 && login.prompts[1].contains("new PIN"), "\(login)")
         // Later: a passcode with the PIN added works; the bare tokencode no longer does.
-        let later = try box.login(service, "root", [try Self.stoken(ctf, at: step + 60, pin: "2468")])
+        let later = try box.login(service, "root", [try Self.stoken(ctf, at: step + 60, pin: "2468")], environment: time)
         #expect(later.status == PAM.success, "\(later)")
-        let bare = try box.login(service, "root", [try Self.stoken(ctf, at: step + 90)])
+        let bare = try box.login(service, "root", [try Self.stoken(ctf, at: step + 90)], environment: time)
         #expect(bare.status == PAM.authError, "\(bare)")
     }
 
@@ -71,9 +70,10 @@ struct TokenFlowTests {
         let (ctf, _) = try importA(box)
         let service = try box.service("securid", ["deny=0"])
         let step = Self.stepStart()
-        let mismatch = try box.login(service, "root", [try Self.stoken(ctf, at: step - 30), "2468", "2469"])
+        let time = try Clock.startingAt(step + 1)
+        let mismatch = try box.login(service, "root", [try Self.stoken(ctf, at: step - 30), "2468", "2469"], environment: time)
         #expect(mismatch.status == PAM.authError && mismatch.lines.contains { $0.contains("The PINs differ") }, "\(mismatch)")
-        let letters = try box.login(service, "root", [try Self.stoken(ctf, at: step), "ab12", "ab12"])
+        let letters = try box.login(service, "root", [try Self.stoken(ctf, at: step), "ab12", "ab12"], environment: time)
         #expect(letters.status == PAM.authError && letters.lines.contains { $0.contains("digits only") }, "\(letters)")
     }
 
@@ -88,9 +88,10 @@ struct TokenFlowTests {
         #expect(set.status == 0, "\(set)")
         let service = try box.service("securid", ["deny=0"])
         let step = Self.stepStart()
-        let login = try box.login(service, "root", ["k9x2" + (try Self.stoken(ctf, at: step))])
+        let time = try Clock.startingAt(step + 1)
+        let login = try box.login(service, "root", ["k9x2" + (try Self.stoken(ctf, at: step))], environment: time)
         #expect(login.status == PAM.success, "\(login)")
-        let wrongPIN = try box.login(service, "root", ["k9x3" + (try Self.stoken(ctf, at: step + 30))])
+        let wrongPIN = try box.login(service, "root", ["k9x3" + (try Self.stoken(ctf, at: step + 30))], environment: time)
         #expect(wrongPIN.status == PAM.authError, "\(wrongPIN)")
     }
 
@@ -101,15 +102,16 @@ struct TokenFlowTests {
         #expect(try box.cli(["pin", "clear", "root", serial]).status == 0)
         let service = try box.service("securid", ["deny=0"])
         let step = Self.stepStart()
-        let plain = try box.login(service, "root", [try Self.stoken(ctf, at: step)])
+        let time = try Clock.startingAt(step + 1)
+        let plain = try box.login(service, "root", [try Self.stoken(ctf, at: step)], environment: time)
         #expect(plain.status == PAM.success, "\(plain)")
         // The token's clock runs 10 steps ahead: its code starts the dialogue, the next one ends it.
         let ahead = step + 300
-        let resync = try box.login(service, "root", [try Self.stoken(ctf, at: ahead), try Self.stoken(ctf, at: ahead + 30)])
+        let resync = try box.login(service, "root", [try Self.stoken(ctf, at: ahead), try Self.stoken(ctf, at: ahead + 30)], environment: time)
         #expect(resync.status == PAM.success, "\(resync)")
         #expect(resync.prompts.count == 2 && resync.prompts[1].contains("Wait for the code"), "\(resync)")
         // The learned drift is used: the drifted token's next code logs in directly.
-        let drifted = try box.login(service, "root", [try Self.stoken(ctf, at: ahead + 60)])
+        let drifted = try box.login(service, "root", [try Self.stoken(ctf, at: ahead + 60)], environment: time)
         #expect(drifted.status == PAM.success && drifted.prompts.count == 1, "\(drifted)")
     }
 
