@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# Runs the fuzz harnesses built by fuzz/build.sh, one after another, each for FUZZ_SECONDS
-# (default 20) on its seed corpus (fuzz/corpus/HARNESS, read-only) plus a working corpus in
+# Runs the fuzz harnesses built by fuzz/build.sh, FUZZ_JOBS at a time (default: one per core),
+# each for FUZZ_SECONDS (default 20) on its seed corpus (fuzz/corpus/HARNESS, read-only) plus a working corpus in
 # .build/fuzz/work/HARNESS that keeps what earlier runs found. A crash, a property violation,
 # a leak in module code, a timeout or running out of memory fails the run; the input that did
 # it is saved in .build/fuzz/artifacts/HARNESS/ and printed (base64 and hex) with the command
 # that reproduces it.
 #
-# Usage: FUZZ_SECONDS=N fuzz/run.sh [HARNESS...]   (default: every built harness)
+# Usage: FUZZ_SECONDS=N [FUZZ_JOBS=N] fuzz/run.sh [HARNESS...]   (default: every built harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
+jobs=${FUZZ_JOBS:-$(nproc)}
 out=.build/fuzz
 if [ $# -gt 0 ]; then harnesses=("$@"); else
   harnesses=()
@@ -29,19 +30,18 @@ detect_leaks() {
 
 export SWIFT_BACKTRACE=enable=no   # libFuzzer, not the Swift runtime, reports the crash
 export LSAN_OPTIONS="suppressions=$PWD/fuzz/lsan.supp:print_suppressions=0"
-failed=()
-summary=()
-for harness in "${harnesses[@]}"; do
+# One harness: its summary line in $out/results/HARNESS.summary, and on failure its report
+# (the end of its log, each new input and how to reproduce it) in $out/results/HARNESS.report.
+run_one() {
+  local harness=$1 binary work artifacts log before status done_line runs rate cov
   binary=$out/bin/$harness
-  [ -x "$binary" ] || { echo "fuzz/run.sh: $binary is missing; run fuzz/build.sh first" >&2; exit 66; }
   work=$out/work/$harness
   artifacts=$out/artifacts/$harness
   log=$out/logs/$harness.log
   mkdir -p "$work" "$artifacts" "$(dirname "$log")"
-  options=(-max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1
-           -detect_leaks="$(detect_leaks "$harness")" -artifact_prefix="$artifacts/")
+  local options=(-max_total_time="$seconds" -timeout=25 -rss_limit_mb=4096 -print_final_stats=1
+                 -detect_leaks="$(detect_leaks "$harness")" -artifact_prefix="$artifacts/")
   [ -f "fuzz/dictionaries/$harness.dict" ] && options+=(-dict="fuzz/dictionaries/$harness.dict")
-  echo "== $harness: ${seconds}s"
   before=$(ls "$artifacts" | wc -l)
   "$binary" "${options[@]}" "$work" "fuzz/corpus/$harness" >"$log" 2>&1
   status=$?
@@ -50,22 +50,47 @@ for harness in "${harnesses[@]}"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   cov=$(sed -nE 's/.* cov: ([0-9]+) ft: ([0-9]+) .*/cov \1 ft \2/p' <<<"$done_line")
   if [ $status -eq 0 ]; then
-    summary+=("$(printf '%-14s %10s runs %7s exec/s  %s' "$harness" "${runs:-?}" "${rate:-?}" "${cov:-}")")
-    continue
+    printf '%-14s %10s runs %7s exec/s  %s\n' "$harness" "${runs:-?}" "${rate:-?}" "${cov:-}" >"$out/results/$harness.summary"
+    return
   fi
-  failed+=("$harness")
-  summary+=("$(printf '%-14s FAILED (exit %s), log %s' "$harness" "$status" "$log")")
-  echo "---- $harness failed (exit $status); end of $log:"
-  tail -n 40 "$log"
-  if [ "$(ls "$artifacts" | wc -l)" -gt "$before" ]; then
-    for input in $(ls -t "$artifacts" | head -n $(( $(ls "$artifacts" | wc -l) - before ))); do
-      path=$artifacts/$input
-      echo "---- input $path ($(stat -c %s "$path") bytes), base64:"
-      base64 -w 76 "$path" | head -n 40
-      echo "---- hex:"
-      od -A x -t x1z -v "$path" | head -n 40
-      echo "---- reproduce: SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=fuzz/lsan.supp $binary $path"
-    done
+  printf '%-14s FAILED (exit %s), log %s\n' "$harness" "$status" "$log" >"$out/results/$harness.summary"
+  {
+    echo "---- $harness failed (exit $status); end of $log:"
+    tail -n 40 "$log"
+    if [ "$(ls "$artifacts" | wc -l)" -gt "$before" ]; then
+      for input in $(ls -t "$artifacts" | head -n $(( $(ls "$artifacts" | wc -l) - before ))); do
+        path=$artifacts/$input
+        echo "---- input $path ($(stat -c %s "$path") bytes), base64:"
+        base64 -w 76 "$path" | head -n 40
+        echo "---- hex:"
+        od -A x -t x1z -v "$path" | head -n 40
+        echo "---- reproduce: SWIFT_BACKTRACE=enable=no LSAN_OPTIONS=suppressions=fuzz/lsan.supp $binary $path"
+      done
+    fi
+  } >"$out/results/$harness.report"
+}
+
+rm -rf "$out/results"
+mkdir -p "$out/results"
+for harness in "${harnesses[@]}"; do
+  [ -x "$out/bin/$harness" ] || { echo "fuzz/run.sh: $out/bin/$harness is missing; run fuzz/build.sh first" >&2; exit 66; }
+done
+running=0
+for harness in "${harnesses[@]}"; do
+  if [ "$running" -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
+  echo "== $harness: ${seconds}s"
+  run_one "$harness" &
+  running=$((running + 1))
+done
+wait
+
+failed=()
+summary=()
+for harness in "${harnesses[@]}"; do
+  summary+=("$(cat "$out/results/$harness.summary" 2>/dev/null || echo "$harness: no result")")
+  if [ -s "$out/results/$harness.report" ] || [ ! -s "$out/results/$harness.summary" ]; then
+    failed+=("$harness")
+    cat "$out/results/$harness.report" 2>/dev/null
   fi
 done
 
