@@ -60,11 +60,12 @@ demo:
 # Integration tests drive the release artifacts (what gets installed), so build those first.
 # The whole integration suite runs against the Embedded Swift module (the one installed, demoed
 # and benchmarked); the SwiftPM module, the same sources built the other way, gets its build
-# contract and one login per mode (SWIFTPM_MODULE_SUITES): the whole suite twice cost CI 8 min.
+# contract, one login per mode, failing closed and the hostile validator's bounds
+# (SWIFTPM_MODULE_SUITES): the whole suite twice cost CI 8 min.
 # Three test processes, not one: integration tests wait on child processes on the test's own
 # thread, and in one process with the in-process tests they held Swift's cooperative pool (one
 # thread per core) for minutes, starving the validator tests' timing.
-SWIFTPM_MODULE_SUITES = IntegrationTests\.(BuildContractTests|LoginTests|StackTests|RemoteLoginTests|PushLoginTests|FidoLoginTests)/
+SWIFTPM_MODULE_SUITES = IntegrationTests\.(BuildContractTests|LoginTests|StackTests|FailClosedTests|RemoteLoginTests|HostMethodBoundTests|PushLoginTests|FidoLoginTests)/
 test:
 	scripts/install-deps.sh test
 	scripts/postgres-test.sh

@@ -45,11 +45,13 @@ extension PostgresTokenService: DeviceService, PushChangeFeed, PushUpkeep {
 
     /// Stores a device's signature counter in the statement that checks it again, so that of
     /// two nodes taking the same counter one stores it: SignatureCounter.accepts as SQL (0 after
-    /// 0, else it must rise). false: it did not advance (a replay or a cloned device).
+    /// 0, else it must rise; a stored value outside 0...UInt32.max is corrupt and nothing follows
+    /// it, as SignatureCounter.stored reads it). false: it did not advance (a replay or a clone).
     func advanceSignCounter(device: String, to counter: UInt32, now: Int64, _ connection: PostgresConnection) async throws -> Bool {
         try await self.changed("""
             UPDATE devices SET sign_counter = \(Int64(counter)), last_used = \(now)
-            WHERE id = \(device) AND ((\(Int64(counter)) = 0 AND sign_counter = 0) OR sign_counter < \(Int64(counter))) RETURNING 1
+            WHERE id = \(device) AND sign_counter BETWEEN 0 AND \(Int64(UInt32.max))
+              AND ((\(Int64(counter)) = 0 AND sign_counter = 0) OR sign_counter < \(Int64(counter))) RETURNING 1
             """, connection)
     }
 

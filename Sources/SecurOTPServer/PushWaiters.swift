@@ -50,7 +50,8 @@ public actor PushWaiters {
     private var continuations: [Int: CheckedContinuation<Void, Never>] = [:]
     private var wakers: [Int: @Sendable () -> Void] = [:]
     private var nextTicket = 0
-    private var heldWatchers: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var heldWatchers: [Int: (count: Int, continuation: CheckedContinuation<Bool, Never>)] = [:]
+    private var nextWatcher = 0
 
     public init(capacity: Int = 10_000) {
         self.capacity = capacity
@@ -60,12 +61,25 @@ public actor PushWaiters {
 
     public var count: Int { keyOfTicket.count }
 
-    /// Returns once at least `count` waits hold a ticket. A wait takes its ticket before it reads
-    /// the state, so from then on no change is missed: a test that awaits this before making the
-    /// change knows the long-poll is parked, without sleeping for it.
-    public func held(atLeast count: Int) async {
-        guard keyOfTicket.count < count else { return }
-        await withCheckedContinuation { heldWatchers.append((count, $0)) }
+    /// Whether at least `count` waits hold a ticket within `seconds`. A wait takes its ticket
+    /// before it reads the state, so from then on no change is missed: a test that awaits this
+    /// before making the change knows the long-poll is parked, without sleeping for it; false
+    /// (the waits never came) fails the test instead of hanging it.
+    public func held(atLeast count: Int, within seconds: Double = 30) async -> Bool {
+        guard keyOfTicket.count < count else { return true }
+        nextWatcher &+= 1
+        let watcher = nextWatcher
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            heldWatchers[watcher] = (count, continuation)
+            Task { [weak self] in
+                try? await Task.sleep(for: .seconds(seconds))
+                await self?.giveUp(watcher)
+            }
+        }
+    }
+
+    private func giveUp(_ watcher: Int) {
+        heldWatchers.removeValue(forKey: watcher)?.continuation.resume(returning: false)
     }
 
     static func request(_ id: String) -> String { PushChangeKeys.request(id) }
@@ -97,10 +111,9 @@ public actor PushWaiters {
         ownerOfTicket[nextTicket] = owner
         keys[key, default: []].insert(nextTicket)
         let held = keyOfTicket.count
-        heldWatchers.removeAll { watcher in
-            guard watcher.count <= held else { return false }
-            watcher.continuation.resume()
-            return true
+        for (watcher, waiting) in heldWatchers where waiting.count <= held {
+            heldWatchers.removeValue(forKey: watcher)
+            waiting.continuation.resume(returning: true)
         }
         return .success(nextTicket)
     }

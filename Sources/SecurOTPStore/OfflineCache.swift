@@ -83,14 +83,20 @@ public struct OfflineCache: Sendable, Equatable {
     }
 
     /// A wrong offline code: counted, and after `deny` of them (0: never) offline logins stop
-    /// for `unlockTime` seconds (0: until the validator is back and clears them); a lock that
-    /// ran out starts the count again (Lockout.afterFailure, the rule of every way in). Only
-    /// called while the cache is not locked. Returns whether this failure locked it.
+    /// for `unlockTime` seconds (0: until the validator is back and clears them). Only called
+    /// while the cache is not locked. Returns whether this failure locked it.
+    ///
+    /// The one place that differs from Lockout.afterFailure, on purpose: a lock that ran out
+    /// does not start the count again, so each wrong code after it locks again — one guess per
+    /// `unlockTime` rather than `deny`. A host cut off from its validator is the attack offline
+    /// codes meet, no validator counts then, and each guess is checked against every cached
+    /// code. It stays a rate, and any online login clears it (`clearFailures`).
     public mutating func fail(now: Int64, deny: Int, unlockTime: Int64) -> Bool {
-        let next = Lockout.afterFailure(UserState(failures: failures, lockedUntil: lockedUntil), deny: deny, unlockTime: unlockTime, now: now)
-        failures = next.failures
-        lockedUntil = next.lockedUntil
-        return next.lockedUntil != 0
+        failures = Lockout.oneMore(failures)
+        let until = Lockout.lockedUntil(failures: failures, deny: deny, unlockTime: unlockTime, now: now)
+        guard until != 0 else { return false }
+        lockedUntil = until
+        return true
     }
 
     /// What the validator said after an online verification: it withdrew the usage the host

@@ -33,7 +33,7 @@ struct PushClusterTests {
 
                 // The device waits on node B; the host opens on node A: the device's wait wakes.
                 async let arriving = nodeB.call(.post, "/v1/device/requests", ["wait": 30], bearer: device.credential)
-                await b.waiters.held(atLeast: 1)
+                #expect(await b.waiters.held(atLeast: 1), "the long-poll never parked")
                 let id = try #require(try await PushAPITests.open(nodeA, a, "alice").string("id"))
                 let opened = Date()
                 let list = try await arriving
@@ -44,7 +44,7 @@ struct PushClusterTests {
                 // The host waits on node A; the device answers on node B.
                 let body = try device.approval(of: request, number: "492817")
                 async let waited = nodeA.call(.post, "/v1/push/wait", ["id": id, "wait": 30], bearer: a.host)
-                await a.waiters.held(atLeast: 1)
+                #expect(await a.waiters.held(atLeast: 1), "the long-poll never parked")
                 let answer = try await nodeB.call(.post, "/v1/device/answer", body, bearer: device.credential)
                 let answered = Date()
                 #expect(answer.string("state") == "approved", "\(answer.text)")
@@ -77,8 +77,8 @@ struct PushClusterTests {
                 let request = try #require(try await PushAPITests.pending(nodeA, device).first)
                 async let onA = nodeA.call(.post, "/v1/push/wait", ["id": id, "wait": 30], bearer: a.host)
                 async let onB = nodeB.call(.post, "/v1/push/wait", ["id": id, "wait": 30], bearer: a.host)
-                await a.waiters.held(atLeast: 1)
-                await b.waiters.held(atLeast: 1)
+                #expect(await a.waiters.held(atLeast: 1), "the long-poll never parked")
+                #expect(await b.waiters.held(atLeast: 1), "the long-poll never parked")
                 _ = try await nodeB.call(.post, "/v1/device/answer", try device.approval(of: request, number: "492817"), bearer: device.credential)
                 let answered = Date()
                 let (first, second) = try await (onA, onB)

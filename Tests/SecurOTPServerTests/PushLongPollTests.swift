@@ -52,7 +52,7 @@ struct PushLongPollTests {
             }
             let device = try RawHTTPConnection(port: port)
             try device.send(try Self.request("/v1/device/requests", ["wait": 30], bearer: watcher.credential))
-            await fixture.waiters.held(atLeast: ids.count + 1)
+            #expect(await fixture.waiters.held(atLeast: ids.count + 1), "the long-poll never parked")
             let started = Date()
             // Each request decided in turn; its own wait, and only it, answers.
             for (index, id) in ids.enumerated() {
@@ -126,7 +126,7 @@ struct PushLongPollTests {
                 try connection.send(try Self.request("/v1/push/wait", ["id": id, "wait": 30], bearer: fixture.host))
             }
             let sent = Date()
-            await fixture.waiters.held(atLeast: 2)
+            #expect(await fixture.waiters.held(atLeast: 2), "the long-poll never parked")
             let full = try await client.call(.post, "/v1/push/wait", ["id": id, "wait": 1], bearer: fixture.host)
             #expect(full.status == 503 && full.errorCode == "unavailable", "\(full.text)")
             leaving.close()

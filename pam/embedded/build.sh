@@ -6,11 +6,13 @@
 #
 # Output: .build/embedded/pam_securotp.so (SECUROTP_EMBEDDED_OUT=DIR: DIR/pam_securotp.so).
 # The objects are compiled once into .build/embedded-objects and reused while nothing they are
-# made from changed (a hash of the compiler, this script and every source and header): the
-# Debian package links the same objects again, dynamically, and a second compile cost CI ~4 min.
+# made from changed (a hash of the compiler, this script, every source and header, and the
+# installed versions of the Debian packages whose headers the C parts include): the Debian
+# package links the same objects again, dynamically, and a second compile cost CI ~4 min.
 # Usage: pam/embedded/build.sh
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+script=$(realpath "$0")
+cd "$(dirname "$script")/../.."
 out=${SECUROTP_EMBEDDED_OUT:-.build/embedded}
 objects=.build/embedded-objects
 mkdir -p "$out" "$objects"
@@ -21,11 +23,15 @@ c_targets=(CPAM COpenSSL CSQLite CHTTP CFido2)
 swift_modules=(SecurOTPCore:Sources/SecurOTPCore SecurOTPSecurID:Sources/SecurOTPSecurID SecurOTPEngine:Sources/SecurOTPEngine
                SecurOTPStore:Sources/SecurOTPStore SecurOTPPAM:Sources/SecurOTPPAM PAMModule:pam/pam_securotp)
 inputs_hash() {
-  { "$swiftc" --version 2>&1; cat "$0"
+  { "$swiftc" --version 2>&1; sha256sum "$script" "$swiftc" "$clang"
+    dpkg-query -W libpam0g-dev libssl-dev libsqlite3-dev libcurl4-openssl-dev libfido2-dev 2>&1 || true
     find Sources/CPAM Sources/COpenSSL Sources/CSQLite Sources/CPosix Sources/CHTTP Sources/CFido2 \
          Sources/SecurOTPCore Sources/SecurOTPSecurID Sources/SecurOTPEngine Sources/SecurOTPStore Sources/SecurOTPPAM \
-         pam/pam_securotp -type f | LC_ALL=C sort | xargs sha256sum; } | sha256sum | cut -d' ' -f1
+         pam/pam_securotp -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum; } | sha256sum | cut -d' ' -f1
 }
+# One build at a time uses the objects (make build and the Debian package's stage may overlap).
+exec 9>"$objects/.lock"
+flock 9
 hash=$(inputs_hash)
 if [ "$(cat "$objects/inputs.sha256" 2>/dev/null)" != "$hash" ]; then
 rm -f "$objects/inputs.sha256"
