@@ -232,7 +232,7 @@ extension AuthenticatorStore {
             }
         }
         let privateKey = try sealedColumn("sealed_private_key", label: Self.privateKeyLabel)
-        let authenticatorData = ApprovalAssertion.authenticatorData(rpID: ClientData.pushRPID, userVerified: userVerified, counter: counter)
+        let authenticatorData = AuthenticatorData.head(rpID: ClientData.pushRPID, userVerified: userVerified, counter: counter)
         let clientData = ClientData.json(type: ClientData.pushType, challenge: statement.challenge, origin: ClientData.pushOrigin)
         let signature = try DeviceSigningKey.sign(ApprovalAssertion.signedBytes(authenticatorData: authenticatorData, clientDataJSON: clientData),
                                                   privateKey: privateKey)

@@ -136,7 +136,7 @@ extension PostgresTokenService: WebDeviceService {
             }
             // Checked again where it is stored, as an approval's counter: exactly once across nodes.
             guard try await self.advanceSignCounter(device: row.id, to: counter, now: now, connection) else {
-                try await self.webAudit(action, row.id, row.user, "denied", PushDecisions.counterNotAdvancedDetail, address: address, now: now, connection)
+                try await self.webAudit(action, row.id, row.user, "denied", SignatureCounter.notAdvancedDetail, address: address, now: now, connection)
                 return .failure(WebSessionRules.refused)
             }
             let expires = now + WebSessionRules.sessionLifetime

@@ -32,7 +32,7 @@ import Testing
         #expect(Hex.encode(statement.challenge) == Self.vectors.string("challenge_hex"))
         let clientData = ClientData.json(type: ClientData.pushType, challenge: statement.challenge, origin: ClientData.pushOrigin)
         #expect(String(decoding: clientData, as: UTF8.self) == Self.vectors.string("authenticator_client_data_json"))
-        let authenticatorData = ApprovalAssertion.authenticatorData(rpID: ClientData.pushRPID, userVerified: true, counter: 7)
+        let authenticatorData = AuthenticatorData.head(rpID: ClientData.pushRPID, userVerified: true, counter: 7)
         #expect(Hex.encode(authenticatorData) == Self.vectors.string("authenticator_data_hex"))
     }
 

@@ -154,11 +154,6 @@ public enum ApprovalAssertion {
         }
     }
 
-    /// The 37 bytes of authenticator data: SHA-256(rp id) || flags || uint32_be(counter).
-    public static func authenticatorData(rpID: String, userVerified: Bool, counter: UInt32) -> [UInt8] {
-        AuthenticatorData.head(rpID: rpID, userVerified: userVerified, counter: counter)
-    }
-
     /// What the device signs: authenticatorData || SHA-256(clientDataJSON).
     public static func signedBytes(authenticatorData: [UInt8], clientDataJSON: [UInt8]) -> [UInt8] {
         authenticatorData + PushStatement.sha256(clientDataJSON)

@@ -141,9 +141,7 @@ public enum PushDecisions {
         SignatureCounter.accepts(received: counter, stored: SignatureCounter.stored(stored))
     }
 
-    public static let counterNotAdvanced = refused(counterNotAdvancedDetail, reason: "signature counter did not advance")
-    /// The audit detail of a counter that did not advance, for approvals and passkey sessions alike.
-    public static let counterNotAdvancedDetail = SignatureCounter.notAdvancedDetail
+    public static let counterNotAdvanced = refused(SignatureCounter.notAdvancedDetail, reason: "signature counter did not advance")
 
     /// The approval is stored.
     public static func approved(by device: PushDeviceRow) -> (audit: Audit, response: DeviceStateResponse) {

@@ -143,7 +143,7 @@ public enum WebSessionRules {
         switch checked {
         case .accepted(let counter, _):
             return PushDecisions.counterAdvances(counter, stored: device.signCounter) ? .accepted(counter: counter)
-                                                                                      : .refused(audit: PushDecisions.counterNotAdvancedDetail)
+                                                                                      : .refused(audit: SignatureCounter.notAdvancedDetail)
         case .refused(let refusal):
             return .refused(audit: refusal.code)
         }
